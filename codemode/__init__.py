@@ -1,0 +1,89 @@
+"""codemode: run model-written JavaScript in a fresh V8 isolate per execution.
+
+Each run gets an empty isolate inside a supervised child process, bounded by a host-clock
+deadline and a memory limit; the program's tool calls come back to the host as data.
+
+The public names are re-exported here from private modules; ``__all__`` is the contract
+(a test keeps it sorted and complete).
+"""
+
+from ._config import (
+    DEFAULT_COUNT_HOST_WAITS,
+    DEFAULT_MAX_LOG_ENTRIES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_QUEUE,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_MAX_TIMEOUT_MS,
+    DEFAULT_MAX_WORKERS,
+    DEFAULT_MEMORY_LIMIT_MB,
+    DEFAULT_TIMEOUT_MS,
+    UNSET,
+    Ceilings,
+    PoolConfig,
+)
+from ._dispatch import ToolRegistry, tool_error, tool_result
+from ._executor import IsolateExecutor, SyncIsolateExecutor
+from ._faults import (
+    BrokerUnreachable,
+    Disposed,
+    ExecutorError,
+    FaultData,
+    HandleExpired,
+    HandleLost,
+    HostGone,
+    InvalidRequest,
+    JobExpired,
+    QueueFull,
+    WorkerCrashed,
+    fault_from_data,
+)
+from ._normalize import normalize_code
+from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
+from ._outcome import LogEntry, Outcome
+from ._request import Provider
+from ._texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_COUNT_HOST_WAITS",
+    "DEFAULT_MAX_LOG_ENTRIES",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_MAX_QUEUE",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_MAX_TIMEOUT_MS",
+    "DEFAULT_MAX_WORKERS",
+    "DEFAULT_MEMORY_LIMIT_MB",
+    "DEFAULT_TIMEOUT_MS",
+    "NETWORK_DISABLED",
+    "UNSET",
+    "BrokerUnreachable",
+    "Ceilings",
+    "Disposed",
+    "ExecutorError",
+    "FaultData",
+    "HandleExpired",
+    "HandleLost",
+    "HostGone",
+    "InvalidRequest",
+    "IsolateExecutor",
+    "JobExpired",
+    "LogEntry",
+    "OutboundRequest",
+    "OutboundResponse",
+    "Outcome",
+    "PoolConfig",
+    "Provider",
+    "QueueFull",
+    "SyncIsolateExecutor",
+    "ToolRegistry",
+    "WorkerCrashed",
+    "allow_hosts",
+    "fault_from_data",
+    "memory_text",
+    "message_ceiling_text",
+    "normalize_code",
+    "timeout_text",
+    "tool_error",
+    "tool_result",
+]

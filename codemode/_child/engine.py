@@ -1,0 +1,131 @@
+"""One V8 isolate, driven from the child's event loop without ever blocking it.
+
+mini-racer runs each context's isolate on a thread of its own. A synchronous call into a
+context (reading an object, building an argument array) waits until the isolate is free,
+so a program that never yields would freeze the very loop that must enforce its deadline.
+So, after preparation, this module only ever makes *cancelable tasks* that need no
+synchronous step:
+
+* calls take a prebuilt empty argument array (built once, while the isolate was idle);
+* data goes in through a SharedArrayBuffer whose memory Python writes directly
+  (UTF-16 after an 8-byte header), and the called function reads it;
+* data comes out as the string result of ``pump()``, after a data-less notification (the
+  bell) says there is something to take.
+
+mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every context, so we
+build contexts from the layer under it and install our runtime instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from py_mini_racer import _mini_racer as _mr  # the layer under MiniRacer: bare contexts
+from py_mini_racer._types import JSUndefined
+
+__all__ = ["Isolate", "runtime_source"]
+
+_RUNTIME: str | None = None
+_HEADER = 8
+
+
+def runtime_source() -> str:
+    """The JS runtime installed in every isolate (see runtime.js)."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        _RUNTIME = (resources.files("codemode._child") / "runtime.js").read_text("utf-8")
+    return _RUNTIME
+
+
+class Isolate:
+    """A fresh context with the runtime installed; used for exactly one run."""
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self.ctx: Any = None
+        self.on_bell: Callable[[], None] = lambda: None
+        self.closed = False
+        self._handles: list[Any] = []
+
+    async def prepare(self, loop: asyncio.AbstractEventLoop, config_json: str, memory_bytes: int) -> None:
+        """Create the context and install the runtime (done while the child is idle)."""
+        self.ctx = ctx = self._stack.enter_context(_mr._make_context(loop))
+        ctx.set_hard_memory_limit(memory_bytes)
+        ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
+        bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
+        factory = await ctx.eval_cancelable(runtime_source())
+        api = await ctx.call_function_cancelable(factory, bell, config_json)
+        # The isolate is idle here, so these synchronous reads cannot block on it.
+        start, pump, feed, inbound = api[0], api[1], api[2], api[3]
+        self._inbound: memoryview = inbound
+        self._capacity = (len(inbound) - _HEADER) // 2
+        argv = await ctx.eval_cancelable("[]")
+        self._argv = ctx._python_to_value_handle(argv)
+        self._this = ctx._python_to_value_handle(JSUndefined)
+        self._start = ctx._python_to_value_handle(start)
+        self._pump = ctx._python_to_value_handle(pump)
+        self._feed = ctx._python_to_value_handle(feed)
+        # Keep the Python wrappers alive as long as their raw handles are used.
+        self._handles = [argv, start, pump, feed]
+
+    def _ring(self, value_handle: Any) -> None:
+        # The notification's argument array is never read: reading needs the isolate.
+        del value_handle
+        self.on_bell()
+
+    async def _call(self, func_handle: Any) -> Any:
+        ctx = self.ctx
+        return await ctx._run_cancelable_mr_task(
+            ctx._dll.mr_call_function, func_handle.raw, self._this.raw, self._argv.raw
+        )
+
+    async def _write(self, text: str, then: Any) -> Any:
+        """Put ``text`` into the inbound buffer (in as many feeds as it needs), then call."""
+        data = text.encode("utf-16-le", "surrogatepass")
+        units = len(data) // 2
+        cap = self._capacity
+        offset = 0
+        while units - offset > cap:
+            self._put(data[offset * 2 : (offset + cap) * 2], cap)
+            await self._call(self._feed)
+            offset += cap
+        self._put(data[offset * 2 :], units - offset)
+        return await self._call(then)
+
+    def _put(self, chunk: bytes, units: int) -> None:
+        view = self._inbound
+        view[_HEADER : _HEADER + len(chunk)] = chunk
+        struct.pack_into("<i", view, 0, units)
+
+    async def start(self, payload_json: str) -> None:
+        """Start the program: ``payload_json`` is ``[code, providers, network]``."""
+        await self._write(payload_json, self._start)
+
+    async def pump(self, inbox_json: str) -> str:
+        """Deliver replies and take the outbox (one JSON array, or '')."""
+        out = await self._write(inbox_json, self._pump)
+        return out if isinstance(out, str) else ""
+
+    async def responsive(self, within_s: float) -> bool:
+        """Whether the engine still answers (after a cancel it may be wedged for good)."""
+        try:
+            await asyncio.wait_for(self.ctx.eval_cancelable("0"), within_s)
+        except (asyncio.TimeoutError, Exception):
+            return False
+        return True
+
+    def memory_limit_reached(self) -> bool:
+        return bool(self.ctx.was_hard_memory_limit_reached())
+
+    def close(self) -> None:
+        """Dispose the isolate. Only call when it is responsive (a wedged one never returns)."""
+        if not self.closed:
+            self.closed = True
+            self._handles = []
+            self._inbound = memoryview(b"")
+            self._stack.close()

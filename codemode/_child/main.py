@@ -1,0 +1,490 @@
+"""The child process: one isolate at a time, supervised by the host's pool.
+
+Started by the host with ``python -m codemode._child`` (spawn, never fork). It sets its
+own backstops before V8 loads (parent-death signal, ``RLIMIT_DATA``), probes the engine
+behaviours it depends on, answers ``Ready``, and then serves runs::
+
+    host ──Run──▶ child: take the prepared isolate, start(code)
+                   isolate ──bell──▶ child ──pump()──▶ isolate   (outbox as one string)
+    host ◀──Call── child                        (a tool call: three strings)
+    host ──Reply─▶ child ──pump(inbox)──▶ isolate
+    host ◀──Done── child: dispose the isolate, prepare the next one while idle
+
+Its clock is the host's (``CLOCK_MONOTONIC`` is shared by every process on the machine),
+so the deadline it enforces is the one the host set. If the engine cannot be stopped (a
+loop after an ``await``), it reports the timeout first and then exits; the host replaces it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import resource
+import secrets
+import signal
+import sys
+import time
+from typing import Any
+
+import msgspec
+
+from .. import _texts
+from .._outcome import LogEntry
+from .._protocol import (
+    FRAME_HEADER,
+    MAX_FRAME_BYTES,
+    Call,
+    Cancel,
+    Done,
+    Fetch,
+    HostMessage,
+    Ready,
+    Recycle,
+    Reply,
+    Run,
+    Shutdown,
+    encode_frame,
+)
+
+MB = 1024 * 1024
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+MEMORY_POLL_S = 0.01
+"""How often a running isolate's heap flag and the process RSS are checked."""
+WEDGE_PROBE_S = 0.25
+"""How long a cancelled engine gets to answer before the child gives up on it."""
+MAX_TIMERS = 10_000
+INBOUND_BYTES = 256 * 1024
+"""Size of each isolate's inbound buffer; larger texts go in several feeds."""
+USER_AGENT = "codemode/0.1"
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+def _set_parent_death_signal() -> None:
+    """Die with the host even if it is SIGKILLed (Linux prctl PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the host died before prctl took effect
+            os._exit(0)
+
+
+def _texts_for(max_message_bytes: int) -> dict[str, str]:
+    return {
+        "entryForm": (
+            "The code must be one arrow or function expression, such as "
+            "`async () => { ... }`; pass model output through normalize_code() first."
+        ),
+        "resultBad": (
+            "The program's return value cannot cross to the host as JSON data. Return plain "
+            "objects, arrays, strings, numbers, booleans or null."
+        ),
+        "resultCycle": (
+            "The program's return value cannot cross to the host: it contains a cycle. "
+            "Return a tree of plain data instead"
+        ),
+        "resultCeiling": _texts.message_ceiling_text("return value", max_message_bytes),
+        "argsCeiling": _texts.message_ceiling_text("tool call's argument list", max_message_bytes),
+        "fetchCeiling": _texts.message_ceiling_text("outbound request", max_message_bytes),
+        "logTruncated": (
+            f" ... [truncated: a log line may carry at most {_texts.format_bytes(max_message_bytes)}]"
+        ),
+        "logsDropped": "[codemode] {n} more log entries were dropped: a run keeps at most "
+        + "{kept}.",
+        "badEnvelope": (
+            "the host's dispatch answered with something that is not a tool envelope "
+            '({"result": ...} or {"error": "..."}).'
+        ),
+        "runEnded": "This run has already ended; nothing more can leave it.",
+        "networkDisabled": _texts.NETWORK_DISABLED,
+        "timerFlood": f"Too many pending timers: a run may keep at most {MAX_TIMERS}.",
+    }
+
+
+class RunState:
+    """Everything one run owns in the child; discarded with its isolate."""
+
+    def __init__(self, msg: Run, isolate: Any) -> None:
+        self.msg = msg
+        self.isolate = isolate
+        self.logs: list[LogEntry] = []
+        self.inbox: list[list[Any]] = []
+        self.open_calls: set[int] = set()
+        self.paused_since: float | None = None
+        self.paused_total = 0.0
+        self.done = False
+        self.wake = asyncio.Event()
+        self.finished = asyncio.Event()
+        self.start_task: asyncio.Task[None] | None = None
+        self.kind = "ok"
+
+
+class Child:
+    def __init__(self, worker_id: int, memory_limit_mb: int, max_message_bytes: int,
+                 max_log_entries: int, proto_in: int, proto_out: int) -> None:
+        self.worker_id = worker_id
+        self.memory_limit_mb = memory_limit_mb
+        self.max_message_bytes = max_message_bytes
+        self.max_log_entries = max_log_entries
+        self.proto_in = proto_in
+        self.proto_out = proto_out
+        self.decoder = msgspec.msgpack.Decoder(HostMessage)
+        self.spare: Any = None
+        self.spare_task: asyncio.Task[Any] | None = None
+        self.run: RunState | None = None
+        self.rss_limit = 0
+        self.stdlib_modules: dict[str, list[str]] = {}
+        self.stdlib_sources: dict[str, str] = {}
+        self.loop: asyncio.AbstractEventLoop
+        self.runs: asyncio.Queue[Run] = asyncio.Queue()
+
+    async def serve_forever(self) -> None:
+        """Runs are served strictly one after another: run N+1 starts only after run N's
+        isolate is disposed, so a child that recycles during a dispose never started the
+        run queued behind it (the host may hand that run to another child)."""
+        while True:
+            msg = await self.runs.get()
+            await self.serve(msg)
+
+    # ---- framing ------------------------------------------------------------------
+
+    def send(self, message: Any) -> None:
+        data = encode_frame(message)
+        view = memoryview(data)
+        while view:
+            n = os.write(self.proto_out, view)
+            view = view[n:]
+
+    async def read_messages(self) -> None:
+        reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        pipe = os.fdopen(self.proto_in, "rb", buffering=0)
+        await self.loop.connect_read_pipe(lambda: protocol, pipe)
+        while True:
+            try:
+                header = await reader.readexactly(FRAME_HEADER.size)
+                (size,) = FRAME_HEADER.unpack(header)
+                if size > MAX_FRAME_BYTES:
+                    os._exit(3)
+                body = await reader.readexactly(size)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                os._exit(0)  # the host is gone: nothing left to serve
+            self.handle(self.decoder.decode(body))
+
+    def handle(self, message: HostMessage) -> None:
+        match message:
+            case Run():
+                self.runs.put_nowait(message)
+            case Reply(run_id=run_id, call_id=call_id, body=body):
+                state = self.run
+                if state is None or state.msg.run_id != run_id or state.done:
+                    return  # stale: the run it answered has ended
+                if call_id in state.open_calls:
+                    state.open_calls.discard(call_id)
+                    if not state.open_calls and state.paused_since is not None:
+                        state.paused_total += time.monotonic() - state.paused_since
+                        state.paused_since = None
+                state.inbox.append([call_id, body])
+                state.wake.set()
+            case Cancel(run_id=run_id, reason=reason):
+                state = self.run
+                if state is not None and state.msg.run_id == run_id and not state.done:
+                    if reason == "timeout":
+                        self.finish(state, "timeout", error=_texts.timeout_text(state.msg.timeout_ms))
+                    else:
+                        self.finish(state, "throw", error=reason)
+            case Shutdown():
+                os._exit(0)
+
+    # ---- isolates -----------------------------------------------------------------
+
+    def config_json(self) -> str:
+        texts = _texts_for(self.max_message_bytes)
+        texts["logsDropped"] = texts["logsDropped"].replace("{kept}", str(self.max_log_entries))
+        return msgspec.json.encode({
+            "maxMessageBytes": self.max_message_bytes,
+            "maxLogEntries": self.max_log_entries,
+            "maxTimers": MAX_TIMERS,
+            "inboundBytes": INBOUND_BYTES,
+            "texts": texts,
+            "seed": secrets.token_hex(32),
+            "timeOrigin": time.time() * 1000,
+            "userAgent": USER_AGENT,
+            "modules": self.stdlib_modules,
+            "stdlib": self.stdlib_sources,
+        }).decode()
+
+    async def new_isolate(self) -> Any:
+        from .engine import Isolate
+
+        isolate = Isolate()
+        await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB)
+        return isolate
+
+    def prepare_spare(self) -> None:
+        if self.spare is None and self.spare_task is None:
+            self.spare_task = asyncio.ensure_future(self._prepare_spare())
+
+    async def _prepare_spare(self) -> None:
+        try:
+            self.spare = await self.new_isolate()
+        finally:
+            self.spare_task = None
+
+    async def take_isolate(self) -> Any:
+        if self.spare_task is not None:
+            await self.spare_task
+        isolate = self.spare
+        self.spare = None
+        if isolate is None:
+            isolate = await self.new_isolate()
+        return isolate
+
+    # ---- one run ------------------------------------------------------------------
+
+    async def serve(self, msg: Run) -> None:
+        isolate = await self.take_isolate()
+        # The next isolate is prepared on its own engine thread while this one runs, so
+        # the run after this one does not wait for isolate creation.
+        self.prepare_spare()
+        state = RunState(msg, isolate)
+        self.run = state
+        isolate.on_bell = state.wake.set
+        payload = msgspec.json.encode(
+            [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network]
+        ).decode()
+        pumper = asyncio.ensure_future(self.pump_loop(state))
+        clock = asyncio.ensure_future(self.clock(state))
+        watcher = asyncio.ensure_future(self.watch_memory(state))
+        state.start_task = asyncio.ensure_future(isolate.start(payload))
+        state.start_task.add_done_callback(lambda t: self._start_done(state, t))
+        await state.finished.wait()
+        for task in (pumper, clock, watcher):
+            task.cancel()
+        await self.dispose(state)
+
+    def _start_done(self, state: RunState, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or state.done:
+            return
+        exc = task.exception()
+        if exc is not None:
+            text = str(exc)
+            if "memory" in text.lower() or state.isolate.memory_limit_reached():
+                self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+            else:
+                self.finish(state, "throw", error=text)
+
+    async def pump_loop(self, state: RunState) -> None:
+        while not state.done:
+            await state.wake.wait()
+            state.wake.clear()
+            if state.done:
+                return
+            inbox_json = ""
+            if state.inbox:
+                inbox_json = msgspec.json.encode(state.inbox).decode()
+                state.inbox = []
+            try:
+                out = await state.isolate.pump(inbox_json)
+            except Exception as exc:  # terminated by a memory bound, or cancelled
+                if state.isolate.memory_limit_reached():
+                    self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+                elif not state.done:
+                    self.finish(state, "throw", error=str(exc))
+                return
+            if out:
+                self.take_outbox(state, out)
+
+    def take_outbox(self, state: RunState, out: str) -> None:
+        try:
+            messages = msgspec.json.decode(out)
+        except msgspec.DecodeError:
+            self.finish(state, "throw", error="The runtime sent an unreadable message.")
+            return
+        run_id = state.msg.run_id
+        for m in messages:
+            if state.done:
+                return
+            tag = m[0]
+            if tag == "l":
+                state.logs.append(LogEntry(m[1], m[2]))
+            elif tag == "c":
+                call_id = m[1]
+                if len(m[4].encode("utf-8", "surrogatepass")) > self.max_message_bytes:
+                    state.inbox.append([call_id, msgspec.json.encode({"error": _texts.message_ceiling_text(
+                        "tool call's argument list", self.max_message_bytes)}).decode()])
+                    state.wake.set()
+                    continue
+                self.open_call(state, call_id)
+                self.send(Call(run_id, call_id, m[2], m[3], m[4]))
+            elif tag == "f":
+                self.open_call(state, m[1])
+                self.send(Fetch(run_id, m[1], m[2]))
+            elif tag == "d":
+                result = m[1]
+                if result is not None and len(result.encode("utf-8", "surrogatepass")) > self.max_message_bytes:
+                    self.finish(state, "ceiling", error=_texts.message_ceiling_text(
+                        "return value", self.max_message_bytes))
+                else:
+                    self.finish(state, "ok", result_json=result)
+            elif tag == "e":
+                self.finish(state, "ceiling" if m[2] == "ceiling" else "throw", error=m[1])
+
+    def open_call(self, state: RunState, call_id: int) -> None:
+        if not state.open_calls and not state.msg.count_host_waits:
+            state.paused_since = time.monotonic()
+        state.open_calls.add(call_id)
+
+    async def clock(self, state: RunState) -> None:
+        """The host-clock deadline; with count_host_waits=False it stops during tool calls."""
+        bound = state.msg.timeout_ms / 1000
+        while not state.done:
+            now = time.monotonic()
+            paused = state.paused_total
+            if state.paused_since is not None:
+                await asyncio.sleep(0.005)
+                continue
+            remaining = state.msg.started_at + bound + paused - now
+            if remaining <= 0:
+                self.finish(state, "timeout", error=_texts.timeout_text(state.msg.timeout_ms))
+                return
+            await asyncio.sleep(min(remaining, 0.05) if not state.msg.count_host_waits else remaining)
+
+    async def watch_memory(self, state: RunState) -> None:
+        while not state.done:
+            await asyncio.sleep(MEMORY_POLL_S)
+            if state.done:
+                return
+            if state.isolate.memory_limit_reached() or _rss_bytes() > self.rss_limit:
+                self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+                return
+
+    def finish(self, state: RunState, kind: str, *, result_json: str | None = None,
+               error: str | None = None) -> None:
+        """Report the run to the host at once; cleanup happens after, off its clock."""
+        if state.done:
+            return
+        state.done = True
+        state.kind = kind
+        self.send(Done(state.msg.run_id, kind, result_json, error, tuple(state.logs)))
+        state.finished.set()
+
+    async def dispose(self, state: RunState) -> None:
+        """Stop what still runs, and dispose the isolate, or exit if the engine wedged."""
+        self.run = None
+        isolate = state.isolate
+        start_task = state.start_task
+        stopped = start_task is None or start_task.done()
+        if not stopped and start_task is not None:
+            start_task.cancel()  # mini-racer cancels the V8 task: TerminateExecution
+            with_timeout = asyncio.wait({start_task}, timeout=WEDGE_PROBE_S)
+            await with_timeout
+        if state.kind in ("timeout", "memory") or not stopped:
+            if not await isolate.responsive(WEDGE_PROBE_S):
+                self.send(Recycle("the engine did not stop after the run ended"))
+                os._exit(0)
+        if stopped and state.kind not in ("timeout", "memory"):
+            # The usual case: close on a thread without holding up the next run.
+            asyncio.ensure_future(self.close_isolate(isolate))
+        else:
+            await self.close_isolate(isolate)
+        if _rss_bytes() > self.rss_limit:
+            self.send(Recycle("resident memory stayed above the bound after the run"))
+            os._exit(0)
+        self.prepare_spare()
+
+    async def close_isolate(self, isolate: Any) -> None:
+        try:
+            await asyncio.wait_for(asyncio.to_thread(isolate.close), 2.0)
+        except asyncio.TimeoutError:
+            self.send(Recycle("the isolate could not be disposed"))
+            os._exit(0)
+
+    # ---- start-up -----------------------------------------------------------------
+
+    async def probe(self) -> list[str]:
+        """Check every engine behaviour this child depends on; return what is missing."""
+        from .engine import Isolate
+
+        missing: list[str] = []
+        isolate = Isolate()
+        try:
+            await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB)
+        except Exception as exc:
+            return [f"cannot create an isolate and install the runtime ({exc})"]
+        rang = asyncio.Event()
+        isolate.on_bell = rang.set
+        ctx = isolate.ctx
+        try:
+            await ctx.eval_cancelable("globalThis.__probe = 1")
+            await isolate.start(msgspec.json.encode(
+                ["async () => { await new Promise((r) => setTimeout(r, 1)); return 7 }", [], "none"]
+            ).decode())
+            await asyncio.wait_for(rang.wait(), 2.0)
+            out = await isolate.pump("")
+            if '["d","7"]' not in out:
+                missing.append("does not run a timer through Atomics.waitAsync")
+        except Exception:
+            missing.append("does not deliver a notification from the isolate to the host")
+        try:
+            task = asyncio.ensure_future(ctx.eval_cancelable("for(;;){}"))
+            await asyncio.sleep(0.01)
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+            if not await isolate.responsive(1.0):
+                missing.append("does not stop a running script when its task is cancelled")
+        except Exception:
+            missing.append("does not stop a running script when its task is cancelled")
+        try:
+            if not isinstance(isolate.memory_limit_reached(), bool):
+                missing.append("does not report reaching the hard memory limit")
+        except Exception:
+            missing.append("does not report reaching the hard memory limit")
+        if not missing:
+            isolate.close()
+        return missing
+
+    async def main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        from ..stdlib import MODULES, sources
+
+        self.stdlib_sources = sources()
+        self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
+        missing = await self.probe()
+        if not missing:
+            self.spare = await self.new_isolate()
+        # Everything above is the resident baseline; a run may add its heap bound on top.
+        self.rss_limit = _rss_bytes() + self.memory_limit_mb * MB * 5 // 4 + 64 * MB
+        self.send(Ready(os.getpid(), tuple(missing)))
+        if missing:
+            await asyncio.sleep(3600)
+        server = asyncio.ensure_future(self.serve_forever())
+        await self.read_messages()
+        server.cancel()
+
+
+def main(argv: list[str]) -> None:
+    worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
+    _set_parent_death_signal()
+    # Keep the protocol on private descriptors; anything printed by accident (or by V8)
+    # goes to stderr, never into a frame.
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    # The process backstop: oversized ArrayBuffers fail inside V8 instead of taking the
+    # machine. V8 needs about 1 GB of data segment to start; the heap bound comes on top.
+    data_limit = (1024 + 2 * memory_limit_mb) * MB
+    resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
+    from py_mini_racer import init_mini_racer
+
+    flags = ["--single-threaded", f"--max-old-space-size={max(2 * memory_limit_mb, 64)}"]
+    extra = os.environ.get("CODEMODE_CHILD_V8_FLAGS", "").split()
+    init_mini_racer(flags=flags + extra)
+    child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out)
+    asyncio.run(child.main())

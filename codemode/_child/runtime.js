@@ -1,0 +1,446 @@
+// The runtime installed in every fresh isolate before a program runs.
+//
+// Evaluated once per isolate, while the child is idle, as one function expression:
+//   (bell, configJson) => [start, pump]
+// `bell` is a one-way notification into the child's Python: it carries no data (reading
+// an argument would need the isolate, which may be busy), it only says "the outbox has
+// something". Python then calls `pump(inboxJson)`, which delivers replies and returns the
+// outbox as one JSON string. Everything that leaves the isolate is a string.
+//
+// Outbox messages:  ["c", id, provider, tool, argsJson]   tool call
+//                   ["f", id, requestJson]                 fetch (plain data)
+//                   ["l", level, text]                     one log entry
+//                   ["d", resultJson|null]                 run finished with a value
+//                   ["e", errorText, kind]                 run failed (throw, ceiling)
+// Inbox messages:   [id, body]                             reply to a call or fetch
+//
+// Built-ins used here are captured now, so a program that monkeypatches them later can
+// only break its own run, never the framing of what crosses.
+(bell, configJson) => {
+  'use strict';
+  const G = globalThis;
+  const JSONparse = JSON.parse;
+  const JSONstringify = JSON.stringify;
+  const ObjectDefineProperty = Object.defineProperty;
+  const ObjectCreate = Object.create;
+  const ReflectApply = Reflect.apply;
+  const PromiseCtor = Promise;
+  const PromiseResolve = Promise.resolve.bind(Promise);
+  const PromiseThen = Promise.prototype.then;
+  const MapCtor = Map;
+  const MapGet = Map.prototype.get;
+  const MapSet = Map.prototype.set;
+  const MapDelete = Map.prototype.delete;
+  const MapHas = Map.prototype.has;
+  const ArrayPush = Array.prototype.push;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const StringCtor = String;
+  const indirectEval = G.eval;
+  const waitAsync = Atomics.waitAsync;
+  const ProxyCtor = Proxy;
+  const dateNow = Date.now;
+
+  const config = JSONparse(configJson);
+  let network = 'host';
+  const maxMessage = config.maxMessageBytes;
+  const maxLogs = config.maxLogEntries;
+  const texts = config.texts;
+
+  // ---- the outbox ----------------------------------------------------------------
+  let outbox = [];
+  let rung = false;
+  let finished = false;
+  const send = (msg) => {
+    ReflectApply(ArrayPush, outbox, [msg]);
+    if (!rung) {
+      rung = true;
+      bell();
+    }
+  };
+  const pending = new MapCtor();
+  let nextId = 1;
+
+  const then = (p, onOk, onErr) => ReflectApply(PromiseThen, p, [onOk, onErr]);
+
+  // ---- the inbound channel -------------------------------------------------------
+  // Python writes text into this SharedArrayBuffer (UTF-16 code units after an 8-byte
+  // header holding the count) and then calls feed/pump/start with no arguments: a call
+  // that needs no argument array, so Python never has to touch a busy isolate.
+  const inboundSab = new SharedArrayBuffer(config.inboundBytes);
+  const inboundCount = new Int32Array(inboundSab, 0, 1);
+  const inboundUnits = new Uint16Array(inboundSab, 8);
+  let fed = '';
+  const fromCharCode = StringCtor.fromCharCode;
+  const feed = () => {
+    const n = inboundCount[0];
+    for (let i = 0; i < n; i += 8192) {
+      fed += ReflectApply(fromCharCode, null, inboundUnits.subarray(i, Math.min(n, i + 8192)));
+    }
+    inboundCount[0] = 0;
+  };
+  const takeFed = () => {
+    feed();
+    const text = fed;
+    fed = '';
+    return text;
+  };
+
+  const pump = () => {
+    const inboxJson = takeFed();
+    if (inboxJson) {
+      const inbox = JSONparse(inboxJson);
+      for (let i = 0; i < inbox.length; i++) {
+        const [id, body] = inbox[i];
+        const entry = ReflectApply(MapGet, pending, [id]);
+        if (entry === undefined) continue; // a stale reply: drop it
+        ReflectApply(MapDelete, pending, [id]);
+        entry(body);
+      }
+    }
+    rung = false;
+    if (outbox.length === 0) return '';
+    const out = outbox;
+    outbox = [];
+    return JSONstringify(out);
+  };
+
+  // ---- logs ----------------------------------------------------------------------
+  let logCount = 0;
+  let logsDropped = 0;
+  const log = (level, text) => {
+    if (finished) return;
+    text = StringCtor(text);
+    if (logCount >= maxLogs) {
+      logsDropped++;
+      return;
+    }
+    logCount++;
+    if (text.length > maxMessage) {
+      text = text.slice(0, maxMessage) + texts.logTruncated;
+    }
+    send(['l', StringCtor(level), text]);
+  };
+
+  // ---- the tool bridge -----------------------------------------------------------
+  const toolError = (message) => new ErrorCtor(message);
+  const settleTool = (provider, tool, resolve, reject) => (body) => {
+    let envelope;
+    try {
+      envelope = JSONparse(body);
+    } catch (e) {
+      reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`));
+      return;
+    }
+    if (envelope !== null && typeof envelope === 'object') {
+      if (typeof envelope.error === 'string') {
+        reject(toolError(envelope.error));
+        return;
+      }
+      if ('result' in envelope) {
+        resolve(envelope.result);
+        return;
+      }
+    }
+    reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`));
+  };
+
+  const callTool = (provider, tool, args) => new PromiseCtor((resolve, reject) => {
+    if (finished) {
+      reject(toolError(texts.runEnded));
+      return;
+    }
+    let argsJson;
+    try {
+      argsJson = JSONstringify(args);
+    } catch (e) {
+      reject(new TypeErrorCtor(
+        `Arguments to ${provider}.${tool} must be JSON data: ${e && e.message}`));
+      return;
+    }
+    if (argsJson === undefined) argsJson = '[]';
+    if (argsJson.length > maxMessage) {
+      reject(new RangeErrorCtor(texts.argsCeiling));
+      return;
+    }
+    const id = nextId++;
+    ReflectApply(MapSet, pending, [id, settleTool(provider, tool, resolve, reject)]);
+    send(['c', id, provider, tool, argsJson]);
+  });
+
+  const makeProvider = (name, declared) => new ProxyCtor(ObjectCreate(null), {
+    get(_target, prop) {
+      if (typeof prop !== 'string') return undefined;
+      // `await provider` must not turn into a tool call named "then".
+      if (prop === 'then' && !declared.includes('then')) return undefined;
+      return (...args) => callTool(name, prop, args);
+    },
+    has() { return true; },
+    set() { return false; },
+    defineProperty() { return false; },
+    deleteProperty() { return false; },
+    ownKeys() { return []; },
+    getOwnPropertyDescriptor() { return undefined; },
+    getPrototypeOf() { return null; },
+    setPrototypeOf() { return false; },
+  });
+
+  // ---- fetch transport (the stdlib's fetch calls host.fetch) ----------------------
+  const hostFetch = (request) => new PromiseCtor((resolve, reject) => {
+    if (finished) {
+      reject(new TypeErrorCtor(texts.runEnded));
+      return;
+    }
+    if (network === 'none') {
+      reject(new TypeErrorCtor(texts.networkDisabled));
+      return;
+    }
+    const plain = {
+      method: StringCtor(request.method),
+      url: StringCtor(request.url),
+      headers: request.headers,
+      body: request.body ? encodeBody(request.body) : null,
+      redirect: request.redirect || 'follow',
+    };
+    const requestJson = JSONstringify(plain);
+    if (requestJson.length > maxMessage) {
+      reject(new RangeErrorCtor(texts.fetchCeiling));
+      return;
+    }
+    const id = nextId++;
+    ReflectApply(MapSet, pending, [id, (body) => {
+      const reply = JSONparse(body);
+      if (reply.error !== undefined) {
+        reject(new TypeErrorCtor(reply.error));
+        return;
+      }
+      reply.body = decodeBody(reply.body);
+      resolve(reply);
+    }]);
+    send(['f', id, requestJson]);
+  });
+  // Bodies cross as latin-1 strings (one char per byte): exact and cheap to build.
+  const encodeBody = (bytes) => {
+    let s = '';
+    for (let i = 0; i < bytes.length; i += 8192) {
+      s += StringCtor.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+    }
+    return s;
+  };
+  const decodeBody = (s) => {
+    const out = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+    return out;
+  };
+
+  // ---- timers --------------------------------------------------------------------
+  // Atomics.waitAsync with a timeout is a macrotask scheduled by V8's own platform:
+  // no host round trip per timer. A zero delay still yields to the task queue.
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  const timers = new MapCtor();
+  let nextTimer = 1;
+  const MAX_TIMERS = config.maxTimers;
+  const arm = (id, delay) => {
+    const wait = ReflectApply(waitAsync, Atomics, [cell, 0, 0, delay > 0 ? delay : 0.001]);
+    then(wait.value, () => fire(id));
+  };
+  const fire = (id) => {
+    const t = ReflectApply(MapGet, timers, [id]);
+    if (t === undefined || finished) return;
+    if (t.repeat) {
+      arm(id, t.delay);
+    } else {
+      ReflectApply(MapDelete, timers, [id]);
+    }
+    ReflectApply(t.fn, undefined, t.args);
+  };
+  const addTimer = (fn, delay, args, repeat) => {
+    if (typeof fn !== 'function') {
+      throw new TypeErrorCtor('The callback passed to setTimeout/setInterval must be a function.');
+    }
+    if (timers.size >= MAX_TIMERS) {
+      throw new RangeErrorCtor(texts.timerFlood);
+    }
+    delay = +delay;
+    if (!(delay > 0)) delay = 0;
+    if (delay > 2147483647) delay = 1;
+    const id = nextTimer++;
+    ReflectApply(MapSet, timers, [id, { fn, delay, args, repeat }]);
+    arm(id, delay);
+    return id;
+  };
+  const clearTimer = (id) => { ReflectApply(MapDelete, timers, [+id]); };
+  const define = (name, value) => ObjectDefineProperty(G, name, {
+    value, writable: true, configurable: true, enumerable: false,
+  });
+  define('setTimeout', function setTimeout(fn, delay, ...args) {
+    return addTimer(fn, delay, args, false);
+  });
+  define('setInterval', function setInterval(fn, delay, ...args) {
+    return addTimer(fn, delay, args, true);
+  });
+  define('clearTimeout', function clearTimeout(id) { clearTimer(id); });
+  define('clearInterval', function clearInterval(id) { clearTimer(id); });
+  define('queueMicrotask', function queueMicrotask(fn) {
+    if (typeof fn !== 'function') {
+      throw new TypeErrorCtor('The callback passed to queueMicrotask must be a function.');
+    }
+    then(PromiseResolve(), () => fn());
+  });
+  define('self', G);
+
+  // ---- the standard library, compiled on first touch ------------------------------
+  const sources = config.stdlib;
+  const loaded = new MapCtor();
+  const host = ObjectCreate(null);
+  const requireModule = (id) => {
+    if (ReflectApply(MapHas, loaded, [id])) return ReflectApply(MapGet, loaded, [id]);
+    const source = sources[id];
+    if (typeof source !== 'string') throw new ErrorCtor(`No standard library module '${id}'.`);
+    const factory = indirectEval(source);
+    const exportsObj = factory(host);
+    ReflectApply(MapSet, loaded, [id, exportsObj]);
+    const names = config.modules[id];
+    for (let i = 0; i < names.length; i++) {
+      if (ObjectDefineProperty !== undefined) define(names[i], exportsObj[names[i]]);
+    }
+    return exportsObj;
+  };
+  host.require = requireModule;
+  host.log = log;
+  host.seed = config.seed;
+  host.timeOrigin = config.timeOrigin;
+  host.userAgent = config.userAgent;
+  host.fetch = hostFetch;
+  Object.freeze(host);
+  const moduleIds = Object.keys(config.modules);
+  for (let m = 0; m < moduleIds.length; m++) {
+    const id = moduleIds[m];
+    const names = config.modules[id];
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
+      ObjectDefineProperty(G, name, {
+        configurable: true,
+        enumerable: false,
+        get() {
+          requireModule(id);
+          return G[name];
+        },
+        set(value) { define(name, value); },
+      });
+    }
+  }
+  if (!('console' in config.modules) && !moduleIds.some((id) => config.modules[id].includes('console'))) {
+    // Fallback console when the standard library ships none: plain string joining.
+    const fmt = (args) => args.map((a) => (typeof a === 'string' ? a : (() => {
+      try { return JSONstringify(a); } catch (e) { return StringCtor(a); }
+    })())).join(' ');
+    define('console', {
+      log: (...a) => log('log', fmt(a)), info: (...a) => log('info', fmt(a)),
+      warn: (...a) => log('warn', fmt(a)), error: (...a) => log('error', fmt(a)),
+      debug: (...a) => log('debug', fmt(a)),
+    });
+  }
+
+  // ---- the result ----------------------------------------------------------------
+  const describe = (v) => (typeof v === 'function' ? 'a function'
+    : typeof v === 'symbol' ? 'a symbol' : typeof v === 'bigint' ? 'a BigInt' : typeof v);
+  const encodeResult = (value) => {
+    if (value === undefined) return null;
+    let bad = null;
+    const replacer = function (key, v) {
+      const t = typeof v;
+      if (bad === null && (t === 'function' || t === 'symbol' || t === 'bigint')) {
+        bad = key === '' ? describe(v) : `${describe(v)} at key '${key}'`;
+      }
+      return v;
+    };
+    let text;
+    try {
+      text = JSONstringify(value, replacer);
+    } catch (e) {
+      const message = e && e.message ? StringCtor(e.message) : StringCtor(e);
+      if (/circular/i.test(message)) {
+        throw new TypeErrorCtor(`${texts.resultCycle} (${message.split('\n')[0]})`);
+      }
+      if (bad !== null) throw new TypeErrorCtor(`${texts.resultBad} It contains ${bad}.`);
+      throw e;
+    }
+    if (bad !== null) throw new TypeErrorCtor(`${texts.resultBad} It contains ${bad}.`);
+    return text === undefined ? null : text;
+  };
+
+  const errorText = (e) => {
+    try {
+      if (e instanceof ErrorCtor || (e !== null && typeof e === 'object' && 'message' in e)) {
+        const m = StringCtor(e.message);
+        return m === '' ? StringCtor(e.name || 'Error') : m;
+      }
+      return StringCtor(e);
+    } catch (inner) {
+      return 'The program threw a value that cannot be turned into text.';
+    }
+  };
+
+  const finish = (msg) => {
+    if (finished) return;
+    finished = true;
+    if (logsDropped > 0) {
+      ReflectApply(ArrayPush, outbox, [['l', 'warn', texts.logsDropped.replace('{n}', StringCtor(logsDropped))]]);
+    }
+    send(msg);
+  };
+
+  const succeed = (value) => {
+    let text;
+    try {
+      text = encodeResult(value);
+    } catch (e) {
+      finish(['e', errorText(e), 'result']);
+      return;
+    }
+    if (text !== null && text.length > maxMessage) {
+      finish(['e', texts.resultCeiling, 'ceiling']);
+      return;
+    }
+    finish(['d', text]);
+  };
+  const fail = (e) => finish(['e', errorText(e), 'throw']);
+
+  // ---- start ---------------------------------------------------------------------
+  const start = () => {
+    const [code, providers, net] = JSONparse(takeFed());
+    network = net;
+    for (let i = 0; i < providers.length; i++) {
+      const [name, tools] = providers[i];
+      define(name, makeProvider(name, tools));
+    }
+    let fn;
+    try {
+      fn = indirectEval('(' + code + '\n)');
+    } catch (e) {
+      if (e instanceof SyntaxError) {
+        fail(new SyntaxError(`${errorText(e)}. ${texts.entryForm}`));
+      } else {
+        fail(e);
+      }
+      return;
+    }
+    if (typeof fn !== 'function') {
+      fail(new TypeErrorCtor(`${texts.entryForm} The code evaluated to ${
+        fn === null ? 'null' : describe(fn)} instead.`));
+      return;
+    }
+    let value;
+    try {
+      value = fn();
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    then(PromiseResolve(value), succeed, fail);
+  };
+
+  return [start, pump, feed, inboundSab];
+}

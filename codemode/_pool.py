@@ -1,0 +1,185 @@
+"""The pool of child processes behind one executor.
+
+::
+
+    execute ─▶ acquire() ─ idle worker ─▶ Worker.begin(Run) ══pipe══▶ child ─▶ isolate
+                  │ none idle: wait in line (at most pool.max_queue callers)
+                  │ line full: QUEUE_FULL at once, nothing ran
+    Done ─▶ worker idle ─▶ next caller in line
+    child exits (crash, kill, planned recycle) ─▶ its run alone fails ─▶ slot respawned
+
+Slots are numbered from 1; a replacement keeps its slot's number, so "Worker 1" in a
+fault names the same place across restarts. The first ``acquire`` starts every slot; the
+pool stays warm until ``close``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections import deque
+from typing import Any
+
+from ._config import PoolConfig
+from ._faults import Disposed, ExecutorError, QueueFull, WorkerCrashed
+from ._worker import SpawnSettings, Worker
+
+__all__ = ["Pool"]
+
+log = logging.getLogger("codemode.pool")
+
+_LIVE_PIDS: set[int] = set()
+"""Every child pid of every pool in this process, killed at interpreter exit."""
+
+
+def kill_all_children() -> None:
+    for pid in list(_LIVE_PIDS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    _LIVE_PIDS.clear()
+
+
+import atexit  # noqa: E402
+
+atexit.register(kill_all_children)
+
+
+class Pool:
+    def __init__(self, config: PoolConfig, settings: SpawnSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self._slots: dict[int, Worker | None] = {i: None for i in range(1, config.max_workers + 1)}
+        self._starting: set[int] = set()
+        self._idle: deque[Worker] = deque()
+        self._waiters: deque[asyncio.Future[Worker]] = deque()
+        self._closed = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- workers ------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        for slot, worker in self._slots.items():
+            if worker is None and slot not in self._starting and not self._closed:
+                self._starting.add(slot)
+                task = asyncio.ensure_future(self._spawn(slot))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _spawn(self, slot: int) -> None:
+        worker = Worker(slot, self.settings, self._on_exit, self._offer)
+        try:
+            await worker.start()
+            if worker.pid is not None:
+                _LIVE_PIDS.add(worker.pid)
+            await worker.wait_ready()
+        except ExecutorError as exc:
+            self._starting.discard(slot)
+            self._fail_one_waiter(exc)
+            return
+        except Exception as exc:
+            self._starting.discard(slot)
+            self._fail_one_waiter(WorkerCrashed(
+                f"Worker {slot} failed to start.", causes=(f"{type(exc).__name__}: {exc}",)))
+            return
+        self._starting.discard(slot)
+        if self._closed:
+            worker.shutdown()
+            return
+        self._slots[slot] = worker
+        self._offer(worker)
+
+    def _fail_one_waiter(self, exc: ExecutorError) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(exc)
+                break
+        if self._waiters and not self._closed:
+            self._fill()  # the others still wait: try again for them
+
+    def _offer(self, worker: Worker) -> None:
+        """A worker is free: give it to the first caller in line, else park it."""
+        if not worker.alive or self._closed:
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(worker)
+                return
+        self._idle.append(worker)
+
+    def _on_exit(self, worker: Worker) -> None:
+        if worker.pid is not None:
+            _LIVE_PIDS.discard(worker.pid)
+        if self._slots.get(worker.id) is worker:
+            self._slots[worker.id] = None
+        with contextlib.suppress(ValueError):
+            self._idle.remove(worker)
+        if not worker.recycling and worker.ready.done() and not self._closed:
+            log.warning("worker %s exited unexpectedly; replacing it", worker.id)
+        if not self._closed:
+            self._fill()
+
+    # ---- callers ------------------------------------------------------------------
+
+    async def acquire(self) -> Worker:
+        if self._closed:
+            raise Disposed("The executor was disposed; create a new one to run more programs.")
+        self.loop = asyncio.get_running_loop()
+        while self._idle:
+            worker = self._idle.popleft()
+            if worker.alive:
+                return worker
+        if len(self._waiters) >= self.config.max_queue:
+            raise QueueFull(
+                f"Every worker is busy and {len(self._waiters)} calls already wait "
+                f"(pool.max_queue={self.config.max_queue}); nothing ran. Retry later or raise "
+                "the bound."
+            )
+        self._fill()
+        waiter: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self._offer(waiter.result())
+            raise
+
+    def worker_pids(self) -> list[int]:
+        return [w.pid for w in self._slots.values() if w is not None and w.pid is not None]
+
+    def workers(self) -> list[Worker]:
+        return [w for w in self._slots.values() if w is not None]
+
+    async def close(self) -> None:
+        """End every child; calls in line fail with DISPOSED, runs in flight too."""
+        if self._closed:
+            return
+        self._closed = True
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(Disposed(
+                    "The executor was disposed while this call waited; nothing ran."))
+        for task in list(self._tasks):
+            task.cancel()
+        workers = self.workers()
+        for worker in workers:
+            active = worker.run
+            if active is not None and not active.future.done():
+                active.future.set_exception(Disposed(
+                    "The executor was disposed during this run; the program had started.",
+                    started=True))
+            worker.shutdown()
+        await asyncio.gather(*(w.wait_exit(2.0) for w in workers), return_exceptions=True)
+        for worker in workers:
+            if worker.pid is not None:
+                _LIVE_PIDS.discard(worker.pid)
+        self._idle.clear()

@@ -1,0 +1,135 @@
+"""Wire messages between the host and a child process.
+
+Frames are a 4-byte big-endian length followed by one msgpack-encoded message. Each
+direction is a tagged union of frozen ``msgspec.Struct`` types, decoded by one reused
+decoder and dispatched with ``match``. Only data crosses; nothing is pickled.
+
+Schema evolution: new fields get defaults; a field is never retyped or renamed.
+
+::
+
+    host ──Run/Reply/Cancel/Shutdown──▶ child
+    host ◀──Ready/Call/Fetch/Done/Recycle── child
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+import msgspec
+
+from ._outcome import LogEntry
+from ._request import Provider
+
+__all__ = [
+    "FRAME_HEADER",
+    "MAX_FRAME_BYTES",
+    "Call",
+    "Cancel",
+    "ChildMessage",
+    "Done",
+    "Fetch",
+    "HostMessage",
+    "Ready",
+    "Recycle",
+    "Reply",
+    "Run",
+    "Shutdown",
+    "encode_frame",
+]
+
+FRAME_HEADER: Final = struct.Struct(">I")
+MAX_FRAME_BYTES: Final = 256 * 1024 * 1024
+"""Frames above this are a protocol violation: the peer is treated as broken."""
+
+
+# ---- host -> child -------------------------------------------------------------------
+
+
+class Run(msgspec.Struct, frozen=True, tag="run"):
+    """Start one program in the child's next fresh isolate."""
+
+    run_id: int
+    code: str
+    providers: tuple[Provider, ...]
+    timeout_ms: int
+    count_host_waits: bool
+    network: str  # "host" (the host performs requests), "policy", or "none"
+    started_at: float  # time.monotonic() in the host when the run was handed over
+
+
+class Reply(msgspec.Struct, frozen=True, tag="reply"):
+    """The answer to a Call (a tool envelope) or a Fetch (a plain response as JSON)."""
+
+    run_id: int
+    call_id: int
+    body: str
+
+
+class Cancel(msgspec.Struct, frozen=True, tag="cancel"):
+    """The host's own clock ran out (or the caller went away): stop the run."""
+
+    run_id: int
+    reason: str = "timeout"
+
+
+class Shutdown(msgspec.Struct, frozen=True, tag="shutdown"):
+    """Exit cleanly."""
+
+
+HostMessage = Run | Reply | Cancel | Shutdown
+
+
+# ---- child -> host -------------------------------------------------------------------
+
+
+class Ready(msgspec.Struct, frozen=True, tag="ready"):
+    """The child started; ``missing`` lists engine behaviours the probe did not find."""
+
+    pid: int
+    missing: tuple[str, ...] = ()
+
+
+class Call(msgspec.Struct, frozen=True, tag="call"):
+    """A tool call: three strings out of the isolate."""
+
+    run_id: int
+    call_id: int
+    provider: str
+    tool: str
+    args_json: str
+
+
+class Fetch(msgspec.Struct, frozen=True, tag="fetch"):
+    """An outbound request from the program, as plain data (JSON)."""
+
+    run_id: int
+    call_id: int
+    request_json: str
+
+
+class Done(msgspec.Struct, frozen=True, tag="done"):
+    """The run ended. ``kind`` is ok, throw, timeout, memory or ceiling."""
+
+    run_id: int
+    kind: str
+    result_json: str | None = None
+    error: str | None = None
+    logs: tuple[LogEntry, ...] = ()
+
+
+class Recycle(msgspec.Struct, frozen=True, tag="recycle"):
+    """A planned exit (e.g. the engine wedged after a timeout): not a crash."""
+
+    reason: str
+
+
+ChildMessage = Ready | Call | Fetch | Done | Recycle
+
+_encoder = msgspec.msgpack.Encoder()
+
+
+def encode_frame(message: HostMessage | ChildMessage) -> bytes:
+    body = _encoder.encode(message)
+    return FRAME_HEADER.pack(len(body)) + body

@@ -1,0 +1,392 @@
+"""The host's side of one child process: spawn, handshake, serve runs, notice death.
+
+A worker owns one pipe pair and one stderr pipe. Its reader task is the only place that
+learns the child died (EOF on the pipe); it then fails the run in flight, and only that
+run: a crash costs one caller. A planned exit is announced with ``Recycle`` first, so it
+is never counted as a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from . import _texts
+from ._faults import ExecutorError, WorkerCrashed
+from ._outcome import Outcome
+from ._protocol import (
+    FRAME_HEADER,
+    MAX_FRAME_BYTES,
+    Call,
+    Cancel,
+    ChildMessage,
+    Done,
+    Fetch,
+    Ready,
+    Recycle,
+    Reply,
+    Run,
+    Shutdown,
+    encode_frame,
+)
+
+__all__ = ["ActiveRun", "NeverStarted", "SpawnSettings", "Worker"]
+
+log = logging.getLogger("codemode.pool")
+
+READY_TIMEOUT_S = 30.0
+"""A child that has not answered Ready by then failed to start."""
+BACKSTOP_GRACE_S = 0.1
+"""How long past the deadline the host waits for the child's own timeout before killing it."""
+STDERR_TAIL_BYTES = 8192
+
+_decoder = msgspec.msgpack.Decoder(ChildMessage)
+
+
+class NeverStarted(Exception):
+    """The child recycled before taking this run: hand it to another child."""
+
+
+@dataclass(frozen=True)
+class SpawnSettings:
+    """What every child of one pool is started with."""
+
+    memory_limit_mb: int
+    max_message_bytes: int
+    max_log_entries: int
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class ActiveRun:
+    """One run in flight on a worker, as the host sees it."""
+
+    msg: Run
+    future: asyncio.Future[Outcome]
+    on_call: Callable[[Call], Awaitable[str]]
+    on_fetch: Callable[[Fetch], Awaitable[str]]
+    open_calls: set[int] = field(default_factory=set)
+    paused_since: float | None = None
+    paused_total: float = 0.0
+    cancel_sent: bool = False
+    timed_out: bool = False
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+def _describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "an unknown status"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "signal"
+        return f"{name}({returncode})"
+    return f"exit status {returncode}"
+
+
+class Worker:
+    """One supervised child process."""
+
+    def __init__(self, worker_id: int, settings: SpawnSettings,
+                 on_exit: Callable[[Worker], None], on_idle: Callable[[Worker], None]) -> None:
+        self.id = worker_id
+        self.settings = settings
+        self.on_exit = on_exit
+        self.on_idle = on_idle
+        self.proc: asyncio.subprocess.Process | None = None
+        self.ready: asyncio.Future[Ready] = asyncio.get_running_loop().create_future()
+        self.run: ActiveRun | None = None
+        self.alive = False
+        self.recycling = False
+        self.stderr_tail = bytearray()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._backstop: asyncio.TimerHandle | None = None
+        self.pid: int | None = None
+
+    # ---- life cycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        s = self.settings
+        env = dict(os.environ if s.env is None else s.env)
+        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "codemode._child",
+            str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes), str(s.max_log_entries),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            limit=MAX_FRAME_BYTES,
+        )
+        self.pid = self.proc.pid
+        self.alive = True
+        self._spawn(self._read_frames())
+        self._spawn(self._read_stderr())
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait_ready(self) -> None:
+        """Wait for the handshake; raise WORKER_CRASHED naming what is missing."""
+        try:
+            ready = await asyncio.wait_for(asyncio.shield(self.ready), READY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            self.kill()
+            raise WorkerCrashed(
+                f"Worker {self.id} failed to start.",
+                causes=(f"The child did not answer within {READY_TIMEOUT_S:.0f} s.",),
+            ) from None
+        if ready.missing:
+            self.kill()
+            behaviours = ", ".join(ready.missing)
+            raise WorkerCrashed(
+                f"Worker {self.id} failed to start.",
+                causes=(
+                    f"The installed mini-racer engine {behaviours}. This executor needs an "
+                    "engine that does all of these; install a mini-racer release that does "
+                    "(see docs/failures.md).",
+                ),
+            )
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def shutdown(self) -> None:
+        """Ask the child to exit; kill it if it is busy (dispose never waits on a program)."""
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        if self.run is not None:
+            self.kill()
+            return
+        try:
+            self._write(Shutdown())
+        except Exception:
+            self.kill()
+
+    async def wait_exit(self, timeout: float) -> None:
+        if self.proc is None:
+            return
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            self.kill()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), 5.0)
+
+    # ---- frames -------------------------------------------------------------------
+
+    def _write(self, message: Any) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(encode_frame(message))
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while True:
+            chunk = await self.proc.stderr.read(65536)
+            if not chunk:
+                return
+            self.stderr_tail += chunk
+            if len(self.stderr_tail) > STDERR_TAIL_BYTES:
+                del self.stderr_tail[: len(self.stderr_tail) - STDERR_TAIL_BYTES]
+
+    async def _read_frames(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        reader = self.proc.stdout
+        reason: str | None = None
+        try:
+            while True:
+                header = await reader.readexactly(FRAME_HEADER.size)
+                (size,) = FRAME_HEADER.unpack(header)
+                if size > MAX_FRAME_BYTES:
+                    reason = f"sent a frame of {size} bytes, above the protocol's limit"
+                    break
+                body = await reader.readexactly(size)
+                try:
+                    message = _decoder.decode(body)
+                except msgspec.DecodeError as exc:
+                    reason = f"sent a malformed message ({exc})"
+                    break
+                self._handle(message)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except Exception as exc:  # a bug here must not leave a caller waiting forever
+            log.exception("worker %s reader failed", self.id)
+            reason = f"could not be read ({type(exc).__name__})"
+        if reason is not None:
+            self.kill()
+        await self._exited(reason)
+
+    def _handle(self, message: ChildMessage) -> None:
+        match message:
+            case Ready():
+                if not self.ready.done():
+                    self.ready.set_result(message)
+            case Call():
+                self._on_call(message)
+            case Fetch():
+                self._on_fetch(message)
+            case Done():
+                self._on_done(message)
+            case Recycle():
+                self.recycling = True
+
+    # ---- runs ---------------------------------------------------------------------
+
+    def begin(self, active: ActiveRun) -> None:
+        """Hand a run to the child; the host clock's backstop starts now."""
+        self.run = active
+        self._write(active.msg)
+        self._arm_backstop(active)
+
+    def _arm_backstop(self, active: ActiveRun) -> None:
+        if self._backstop is not None:
+            self._backstop.cancel()
+        loop = asyncio.get_running_loop()
+        due = active.msg.started_at + active.msg.timeout_ms / 1000 + active.paused_total
+        delay = max(0.0, due + BACKSTOP_GRACE_S - time.monotonic())
+        self._backstop = loop.call_later(delay, self._backstop_fired, active)
+
+    def _backstop_fired(self, active: ActiveRun) -> None:
+        if self.run is not active or active.future.done():
+            return
+        if active.paused_since is not None:
+            return  # re-armed when the outstanding tool call returns
+        due = active.msg.started_at + active.msg.timeout_ms / 1000 + active.paused_total
+        if time.monotonic() < due + BACKSTOP_GRACE_S:
+            self._arm_backstop(active)
+            return
+        # The child did not report its own timeout: it is wedged beyond its own help.
+        active.timed_out = True
+        log.warning("worker %s missed its deadline; killing it", self.id)
+        self.kill()
+
+    def cancel(self, active: ActiveRun, reason: str) -> None:
+        if self.run is active and not active.cancel_sent and self.alive:
+            active.cancel_sent = True
+            with contextlib.suppress(Exception):
+                self._write(Cancel(active.msg.run_id, reason))
+
+    def _open(self, active: ActiveRun, call_id: int) -> None:
+        if not active.open_calls and not active.msg.count_host_waits:
+            active.paused_since = time.monotonic()
+        active.open_calls.add(call_id)
+
+    def _close(self, active: ActiveRun, call_id: int) -> None:
+        active.open_calls.discard(call_id)
+        if not active.open_calls and active.paused_since is not None:
+            active.paused_total += time.monotonic() - active.paused_since
+            active.paused_since = None
+            self._arm_backstop(active)
+
+    def _on_call(self, call: Call) -> None:
+        active = self.run
+        if active is None or active.msg.run_id != call.run_id:
+            return
+        self._open(active, call.call_id)
+        self._answer(active, call.call_id, active.on_call(call))
+
+    def _on_fetch(self, fetch: Fetch) -> None:
+        active = self.run
+        if active is None or active.msg.run_id != fetch.run_id:
+            return
+        self._open(active, fetch.call_id)
+        self._answer(active, fetch.call_id, active.on_fetch(fetch))
+
+    def _answer(self, active: ActiveRun, call_id: int, pending: Awaitable[str]) -> None:
+        async def answer() -> None:
+            body = await pending
+            if self.run is not active or active.future.done():
+                return  # the run ended while the host worked: drop the stale reply
+            self._close(active, call_id)
+            with contextlib.suppress(Exception):
+                self._write(Reply(active.msg.run_id, call_id, body))
+
+        task = asyncio.ensure_future(answer())
+        active.tasks.add(task)
+        task.add_done_callback(active.tasks.discard)
+
+    def _on_done(self, done: Done) -> None:
+        active = self.run
+        if active is None or active.msg.run_id != done.run_id:
+            return
+        self._finish(active)
+        try:
+            result = None if done.result_json is None else msgspec.json.decode(done.result_json)
+        except msgspec.DecodeError:
+            result, error = None, "The program's result arrived unreadable."
+        else:
+            error = done.error
+        if not active.future.done():
+            active.future.set_result(Outcome(result=result, error=error, logs=list(done.logs)))
+        if self.alive:
+            self.on_idle(self)
+
+    def _finish(self, active: ActiveRun) -> None:
+        self.run = None
+        if self._backstop is not None:
+            self._backstop.cancel()
+            self._backstop = None
+        for task in list(active.tasks):
+            task.cancel()
+
+    async def _exited(self, reason: str | None) -> None:
+        """The pipe closed: map the death onto the run in flight (if any), then tell the pool."""
+        self.alive = False
+        assert self.proc is not None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), 5.0)
+        # Let the stderr reader drain what the child printed while dying.
+        await asyncio.sleep(0)
+        returncode = self.proc.returncode
+        if not self.ready.done():
+            tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-3:]
+            causes = (f"The child exited with {_describe_exit(returncode)} before it was ready.",
+                      *tail)
+            self.ready.set_exception(WorkerCrashed(f"Worker {self.id} failed to start.", causes=causes))
+        active = self.run
+        if active is not None:
+            self._finish(active)
+            if not active.future.done():
+                if self.recycling and not active.open_calls and not active.timed_out:
+                    # Runs are served one after another and a child recycles only while
+                    # disposing the previous isolate: this run never started.
+                    active.future.set_exception(NeverStarted())
+                elif active.timed_out or self._oom_in_stderr():
+                    active.future.set_result(self._death_outcome(active))
+                else:
+                    active.future.set_exception(self._death_fault(returncode, reason))
+        self.on_exit(self)
+
+    def _oom_in_stderr(self) -> bool:
+        text = self.stderr_tail.decode("utf-8", "replace").lower()
+        return "out of memory" in text or "allocation failed" in text
+
+    def _death_outcome(self, active: ActiveRun) -> Outcome:
+        """A death the program caused and the model should read: out of memory, or wedged."""
+        if self._oom_in_stderr():
+            return Outcome(error=_texts.memory_text(self.settings.memory_limit_mb))
+        return Outcome(error=_texts.timeout_text(active.msg.timeout_ms))
+
+    def _death_fault(self, returncode: int | None, reason: str | None) -> ExecutorError:
+        if reason is not None:
+            what = f"Worker {self.id} {reason} while running the program; the program had started."
+        else:
+            what = (f"Worker {self.id} crashed with {_describe_exit(returncode)} while running the "
+                    "program; the program had started.")
+        tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-3:]
+        return WorkerCrashed(what, started=True, causes=tuple(tail))
