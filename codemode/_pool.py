@@ -53,6 +53,7 @@ class Pool:
         self.settings = settings
         self._slots: dict[int, Worker | None] = {i: None for i in range(1, config.max_workers + 1)}
         self._starting: set[int] = set()
+        self._spawning: set[Worker] = set()
         self._idle: deque[Worker] = deque()
         self._waiters: deque[asyncio.Future[Worker]] = deque()
         self._closed = False
@@ -71,20 +72,29 @@ class Pool:
 
     async def _spawn(self, slot: int) -> None:
         worker = Worker(slot, self.settings, self._on_exit, self._offer)
+        self._spawning.add(worker)
         try:
             await worker.start()
             if worker.pid is not None:
                 _LIVE_PIDS.add(worker.pid)
             await worker.wait_ready()
         except ExecutorError as exc:
+            self._spawning.discard(worker)
             self._starting.discard(slot)
             self._fail_one_waiter(exc)
             return
+        except asyncio.CancelledError:
+            self._spawning.discard(worker)
+            worker.kill()
+            raise
         except Exception as exc:
+            self._spawning.discard(worker)
+            worker.kill()
             self._starting.discard(slot)
             self._fail_one_waiter(WorkerCrashed(
                 f"Worker {slot} failed to start.", causes=(f"{type(exc).__name__}: {exc}",)))
             return
+        self._spawning.discard(worker)
         self._starting.discard(slot)
         if self._closed:
             worker.shutdown()
@@ -170,14 +180,18 @@ class Pool:
                     "The executor was disposed while this call waited; nothing ran."))
         for task in list(self._tasks):
             task.cancel()
-        workers = self.workers()
+        workers = self.workers() + list(self._spawning)
+        self._spawning.clear()
         for worker in workers:
             active = worker.run
             if active is not None and not active.future.done():
                 active.future.set_exception(Disposed(
                     "The executor was disposed during this run; the program had started.",
                     started=True))
-            worker.shutdown()
+            if worker.ready.done():
+                worker.shutdown()
+            else:
+                worker.kill()
         await asyncio.gather(*(w.wait_exit(2.0) for w in workers), return_exceptions=True)
         for worker in workers:
             if worker.pid is not None:

@@ -179,6 +179,7 @@ class Worker:
             self.kill()
 
     async def wait_exit(self, timeout: float) -> None:
+        """Wait for the child to exit (killing it past ``timeout``) and close its pipes."""
         if self.proc is None:
             return
         try:
@@ -187,6 +188,10 @@ class Worker:
             self.kill()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5.0)
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=2.0)
 
     # ---- frames -------------------------------------------------------------------
 
@@ -358,6 +363,7 @@ class Worker:
             causes = (f"The child exited with {_describe_exit(returncode)} before it was ready.",
                       *tail)
             self.ready.set_exception(WorkerCrashed(f"Worker {self.id} failed to start.", causes=causes))
+            self.ready.exception()  # retrieved here; wait_ready re-raises it if anyone waits
         active = self.run
         if active is not None:
             self._finish(active)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import struct
 from collections.abc import Callable
 from importlib import resources
@@ -61,8 +62,10 @@ class Isolate:
         factory = await ctx.eval_cancelable(runtime_source())
         api = await ctx.call_function_cancelable(factory, bell, config_json)
         # The isolate is idle here, so these synchronous reads cannot block on it.
-        start, pump, feed, inbound = api[0], api[1], api[2], api[3]
+        start, pump, feed, inbound, journal = api[0], api[1], api[2], api[3], api[4]
         self._inbound: memoryview = inbound
+        self._journal: memoryview = journal
+        self._journal_read = 0
         self._capacity = (len(inbound) - _HEADER) // 2
         argv = await ctx.eval_cancelable("[]")
         self._argv = ctx._python_to_value_handle(argv)
@@ -111,6 +114,23 @@ class Isolate:
         out = await self._write(inbox_json, self._pump)
         return out if isinstance(out, str) else ""
 
+    def read_journal(self) -> list[tuple[str, str]]:
+        """Log entries written since the last read. Needs no isolate: safe while it is busy."""
+        (written,) = struct.unpack_from("<i", self._journal, 0)
+        if written <= self._journal_read:
+            return []
+        raw = bytes(self._journal[_HEADER + 2 * self._journal_read : _HEADER + 2 * written])
+        self._journal_read = written
+        entries = []
+        for line in raw.decode("utf-16-le", "surrogatepass").split("\n"):
+            if line:
+                try:
+                    level, text = json.loads(line)
+                except ValueError:
+                    continue
+                entries.append((str(level), str(text)))
+        return entries
+
     async def responsive(self, within_s: float) -> bool:
         """Whether the engine still answers (after a cancel it may be wedged for good)."""
         try:
@@ -128,4 +148,5 @@ class Isolate:
             self.closed = True
             self._handles = []
             self._inbound = memoryview(b"")
+            self._journal = memoryview(b"")
             self._stack.close()

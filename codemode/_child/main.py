@@ -56,7 +56,11 @@ WEDGE_PROBE_S = 0.25
 MAX_TIMERS = 10_000
 INBOUND_BYTES = 256 * 1024
 """Size of each isolate's inbound buffer; larger texts go in several feeds."""
+JOURNAL_UNITS = 512 * 1024
+"""UTF-16 units of log journal per isolate (1 MB); later entries travel in the outbox."""
 USER_AGENT = "codemode/0.1"
+FAULT = os.environ.get("CODEMODE_CHILD_FAULT", "")
+"""Fault injection for the pool's own tests (``garbage-frame``); empty in production."""
 
 
 def _rss_bytes() -> int:
@@ -205,11 +209,13 @@ class Child:
     def config_json(self) -> str:
         texts = _texts_for(self.max_message_bytes)
         texts["logsDropped"] = texts["logsDropped"].replace("{kept}", str(self.max_log_entries))
+        texts["memory"] = _texts.memory_text(self.memory_limit_mb)
         return msgspec.json.encode({
             "maxMessageBytes": self.max_message_bytes,
             "maxLogEntries": self.max_log_entries,
             "maxTimers": MAX_TIMERS,
             "inboundBytes": INBOUND_BYTES,
+            "journalUnits": JOURNAL_UNITS,
             "texts": texts,
             "seed": secrets.token_hex(32),
             "timeOrigin": time.time() * 1000,
@@ -247,6 +253,9 @@ class Child:
     # ---- one run ------------------------------------------------------------------
 
     async def serve(self, msg: Run) -> None:
+        if FAULT == "garbage-frame":
+            # Fault injection for the host's tests: a frame that is not a message.
+            os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
         isolate = await self.take_isolate()
         # The next isolate is prepared on its own engine thread while this one runs, so
         # the run after this one does not wait for isolate creation.
@@ -299,7 +308,12 @@ class Child:
             if out:
                 self.take_outbox(state, out)
 
+    def drain_journal(self, state: RunState) -> None:
+        for level, text in state.isolate.read_journal():
+            state.logs.append(LogEntry(level, text))
+
     def take_outbox(self, state: RunState, out: str) -> None:
+        self.drain_journal(state)
         try:
             messages = msgspec.json.decode(out)
         except msgspec.DecodeError:
@@ -332,7 +346,8 @@ class Child:
                 else:
                     self.finish(state, "ok", result_json=result)
             elif tag == "e":
-                self.finish(state, "ceiling" if m[2] == "ceiling" else "throw", error=m[1])
+                kind = m[2] if m[2] in ("ceiling", "memory") else "throw"
+                self.finish(state, kind, error=m[1])
 
     def open_call(self, state: RunState, call_id: int) -> None:
         if not state.open_calls and not state.msg.count_host_waits:
@@ -370,6 +385,7 @@ class Child:
             return
         state.done = True
         state.kind = kind
+        self.drain_journal(state)
         self.send(Done(state.msg.run_id, kind, result_json, error, tuple(state.logs)))
         state.finished.set()
 

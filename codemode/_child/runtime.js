@@ -107,6 +107,17 @@
   };
 
   // ---- logs ----------------------------------------------------------------------
+  // Log entries are written straight into a journal (a SharedArrayBuffer Python reads
+  // without the isolate), so the lines written before a loop that wedges the engine are
+  // still there when the deadline ends the run. When the journal is full, the rest of
+  // the run's entries travel in the outbox instead (in order: the journal never resumes).
+  const JOURNAL_UNITS = config.journalUnits;
+  const journalSab = new SharedArrayBuffer(8 + 2 * JOURNAL_UNITS);
+  const journalIndex = new Int32Array(journalSab, 0, 1);
+  const journalUnits = new Uint16Array(journalSab, 8);
+  let journalPos = 0;
+  let journalFull = false;
+  const atomicsStore = Atomics.store;
   let logCount = 0;
   let logsDropped = 0;
   const log = (level, text) => {
@@ -120,7 +131,19 @@
     if (text.length > maxMessage) {
       text = text.slice(0, maxMessage) + texts.logTruncated;
     }
-    send(['l', StringCtor(level), text]);
+    level = StringCtor(level);
+    if (!journalFull) {
+      const line = JSONstringify([level, text]) + '\n';
+      const n = line.length;
+      if (journalPos + n <= JOURNAL_UNITS) {
+        for (let i = 0; i < n; i++) journalUnits[journalPos + i] = line.charCodeAt(i);
+        journalPos += n;
+        ReflectApply(atomicsStore, Atomics, [journalIndex, 0, journalPos]);
+        return;
+      }
+      journalFull = true;
+    }
+    send(['l', level, text]);
   };
 
   // ---- the tool bridge -----------------------------------------------------------
@@ -406,7 +429,16 @@
     }
     finish(['d', text]);
   };
-  const fail = (e) => finish(['e', errorText(e), 'throw']);
+  // Allocation failures V8 reports as catchable RangeErrors are the memory bound too.
+  const allocationFailure = /^(Invalid string length|Array buffer allocation failed|Invalid typed array length|Maximum Buffer size)/;
+  const fail = (e) => {
+    const text = errorText(e);
+    if (e instanceof RangeErrorCtor && allocationFailure.test(text)) {
+      finish(['e', texts.memory, 'memory']);
+      return;
+    }
+    finish(['e', text, 'throw']);
+  };
 
   // ---- start ---------------------------------------------------------------------
   const start = () => {
@@ -442,5 +474,5 @@
     then(PromiseResolve(value), succeed, fail);
   };
 
-  return [start, pump, feed, inboundSab];
+  return [start, pump, feed, inboundSab, journalSab];
 }

@@ -1,0 +1,281 @@
+"""The in-process executor: fresh isolates, the entry form, the outcome envelope, the
+guest's world, and the sync/async facades."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from codemode import (
+    Disposed,
+    InvalidRequest,
+    IsolateExecutor,
+    LogEntry,
+    Outcome,
+    SyncIsolateExecutor,
+)
+
+from .conftest import child_pids, wait_gone
+
+
+def test_first_execution_returns_the_value(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute("async () => 6 * 7")
+    assert outcome == Outcome(result=42, error=None, logs=[])
+
+
+def test_constructing_spawns_nothing_and_first_execute_warms_the_pool() -> None:
+    before = set(child_pids())
+    ex = SyncIsolateExecutor(pool={"max_workers": 2})
+    try:
+        assert set(child_pids()) == before
+        assert ex.execute("async () => 1").result == 1
+        deadline = time.monotonic() + 30
+        while len(ex.worker_pids) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(ex.worker_pids) == 2
+        pids = set(ex.worker_pids)
+        for _ in range(5):
+            ex.execute("() => 1")
+        assert set(ex.worker_pids) == pids  # the pool stays warm: same children
+    finally:
+        ex.dispose()
+    assert not (set(child_pids()) - before)
+
+
+def test_async_context_manager_ends_every_child() -> None:
+    before = set(child_pids())
+
+    async def main() -> set[int]:
+        async with IsolateExecutor(pool={"max_workers": 2}) as ex:
+            assert (await ex.execute("async () => 'hi'")).result == "hi"
+            return set(child_pids()) - before
+
+    pids = asyncio.run(main())
+    assert pids
+    assert not wait_gone(sorted(pids))
+
+
+def test_dispose_then_execute_raises_disposed() -> None:
+    ex = SyncIsolateExecutor(pool={"max_workers": 1})
+    ex.execute("() => 1")
+    ex.dispose()
+    with pytest.raises(Disposed) as info:
+        ex.execute("() => 1")
+    assert info.value.code == "DISPOSED" and not info.value.retryable
+
+
+def test_a_fresh_isolate_per_execution(executor: SyncIsolateExecutor) -> None:
+    # Run enough times that both children serve twice: nothing a program leaves on the
+    # global (or on a built-in prototype) reaches the next run.
+    for _ in range(4):
+        out = executor.execute(
+            """async () => {
+                const seen = [typeof globalThis.leftover, typeof Array.prototype.leak];
+                globalThis.leftover = 1;
+                Array.prototype.leak = () => 'x';
+                return seen;
+            }"""
+        )
+        assert out.result == ["undefined", "undefined"]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("async () => 6 * 7", 42),
+        ("() => 'sync arrow'", "sync arrow"),
+        ("function () { return [1, 2] }", [1, 2]),
+        ("async function main() { return { ok: true } }", {"ok": True}),
+        ("(async () => null)", None),
+        ("async () => undefined", None),
+        ("async () => {}", None),
+        ("async () => ({ n: NaN, d: new Date(0) })", {"n": None, "d": "1970-01-01T00:00:00.000Z"}),
+        ("async () => 'caf\u00e9 \U0001f600'", "caf\u00e9 \U0001f600"),
+    ],
+)
+def test_entry_form_and_json_results(executor: SyncIsolateExecutor, code: str, expected: object) -> None:
+    outcome = executor.execute(code)
+    assert outcome.error is None
+    assert outcome.result == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [
+        ("6 * 7", "must be one arrow or function expression"),
+        ("const x = 1; x", "must be one arrow or function expression"),
+        ("```js\nasync () => 6 * 7\n```", "is not a function"),
+        ("return 6 * 7", "must be one arrow or function expression"),
+    ],
+)
+def test_anything_but_the_entry_form_says_what_was_expected(
+    executor: SyncIsolateExecutor, code: str, fragment: str
+) -> None:
+    outcome = executor.execute(code)
+    assert outcome.result is None
+    assert outcome.error is not None and fragment in outcome.error
+
+
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [
+        ("async () => () => 1", "a function"),
+        ("async () => ({ f() {} })", "a function at key 'f'"),
+        ("async () => Symbol('s')", "a symbol"),
+        ("async () => ({ big: 10n })", "BigInt"),
+        ("async () => { const a = {}; a.self = a; return a }", "cycle"),
+    ],
+)
+def test_values_that_cannot_cross_give_a_clear_error(
+    executor: SyncIsolateExecutor, code: str, fragment: str
+) -> None:
+    outcome = executor.execute(code)
+    assert outcome.result is None
+    assert outcome.error is not None
+    assert fragment in outcome.error
+    assert "cannot cross" in outcome.error
+
+
+def test_throw_comes_back_as_error_not_exception(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute('async () => { throw new Error("nope") }')
+    assert outcome == Outcome(result=None, error="nope", logs=[])
+    assert executor.execute("async () => { throw 'plain' }").error == "plain"
+    assert executor.execute("async () => { await null; throw new TypeError('late') }").error == "late"
+
+
+def test_logs_are_kept_and_formatted_like_a_console(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute(
+        """async () => {
+            console.log('working');
+            console.info({ a: 1, b: 'x' });
+            console.warn([1, 2, 3]);
+            console.error('n=%d', 5);
+            console.debug(null, undefined, true);
+            return 6 * 7;
+        }"""
+    )
+    assert outcome.result == 42
+    assert outcome.logs == [
+        LogEntry("log", "working"),
+        LogEntry("info", "{ a: 1, b: 'x' }"),
+        LogEntry("warn", "[ 1, 2, 3 ]"),
+        LogEntry("error", "n=5"),
+        LogEntry("debug", "null undefined true"),
+    ]
+
+
+def test_logs_before_a_throw_and_before_a_timeout_are_kept(executor: SyncIsolateExecutor) -> None:
+    thrown = executor.execute("async () => { console.log('before'); throw new Error('boom') }")
+    assert thrown.error == "boom"
+    assert thrown.logs == [LogEntry("log", "before")]
+    timed = executor.execute(
+        "async () => { console.log('step 1'); await null; console.log('step 2'); while (true) {} }",
+        timeout=300,
+    )
+    assert timed.error is not None and timed.error.startswith("Execution timed out at its 300 ms")
+    assert [e.text for e in timed.logs] == ["step 1", "step 2"]
+
+
+def test_only_installed_names_exist(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute(
+        """async () => ({
+            process: typeof process,
+            require: typeof require,
+            Buffer: typeof Buffer,
+            WebSocket: typeof WebSocket,
+        })"""
+    )
+    assert outcome.result == {
+        "process": "undefined",
+        "require": "undefined",
+        "Buffer": "undefined",
+        "WebSocket": "undefined",
+    }
+    assert executor.execute("async () => process.version") == Outcome(
+        result=None, error="process is not defined", logs=[]
+    )
+
+
+def test_installed_timers_and_microtasks(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute(
+        """async () => {
+            const order = [];
+            queueMicrotask(() => order.push('micro'));
+            await new Promise((r) => setTimeout(() => { order.push('timeout0'); r(); }, 0));
+            const cancelled = setTimeout(() => order.push('never'), 1);
+            clearTimeout(cancelled);
+            let n = 0;
+            await new Promise((r) => {
+                const id = setInterval(() => { n++; if (n === 3) { clearInterval(id); r(); } }, 1);
+            });
+            await new Promise((r) => setTimeout(r, 20));
+            return { order, n, types: [typeof setTimeout, typeof clearTimeout, typeof setInterval,
+                     typeof clearInterval, typeof queueMicrotask, typeof console] };
+        }"""
+    )
+    assert outcome.error is None
+    assert outcome.result == {
+        "order": ["micro", "timeout0"],
+        "n": 3,
+        "types": ["function"] * 5 + ["object"],
+    }
+
+
+def test_constructor_chain_reaches_only_the_isolates_own_global(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute(
+        """async function () {
+            const g = this.constructor.constructor('return this')();
+            const g2 = (() => {}).constructor('return globalThis')();
+            return [g === globalThis, g2 === globalThis, typeof g.process, typeof g.require,
+                    Object.getOwnPropertyNames(g).filter((n) => n.startsWith('__')).length];
+        }"""
+    )
+    assert outcome.result == [True, True, "undefined", "undefined", 0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"code": 42}, "code must be a string"),
+        ({"code": None}, "code must be a string"),
+        ({"code": "  "}, "code is empty"),
+        ({"code": "() => 1", "timeout": -5}, "timeout must be a positive number"),
+        ({"code": "() => 1", "timeout": "fast"}, "timeout must be a positive number"),
+        ({"code": "() => 1", "providers": [{"name": "not valid", "tools": []}]}, "identifier"),
+        ({"code": "() => 1", "providers": [{"name": "1abc"}]}, "identifier"),
+        ({"code": "() => 1", "providers": [{"name": "console"}], "dispatch": lambda *a: ""}, "shadow"),
+        ({"code": "() => 1", "providers": [{"name": "s", "tools": ["a"]}]}, "no dispatch"),
+        ({"code": "() => 1", "providers": "store"}, "providers must be a list"),
+        ({"code": "() => 1", "count_host_waits": "yes"}, "count_host_waits"),
+        ({"code": "() => 1", "outbound": 5}, "outbound"),
+        ({"code": "() => 1", "timeout": 10_000_000}, "operator ceiling max_timeout_ms=300000"),
+    ],
+)
+def test_malformed_requests_raise_invalid_request_before_anything_runs(
+    kwargs: dict[str, object],
+    fragment: str,
+) -> None:
+    async def main() -> None:
+        ex = IsolateExecutor(pool={"max_workers": 1})
+        try:
+            with pytest.raises(InvalidRequest) as info:
+                await ex.execute(**kwargs)  # type: ignore[arg-type]
+            assert fragment in str(info.value)
+            assert info.value.code == "INVALID_REQUEST"
+            assert not info.value.retryable and not info.value.started
+            assert ex.worker_pids == []  # nothing was started for a malformed request
+        finally:
+            await ex.aclose()
+
+    asyncio.run(main())
+
+
+def test_executor_bounds_are_validated() -> None:
+    with pytest.raises(InvalidRequest):
+        IsolateExecutor(memory_limit=1)
+    with pytest.raises(InvalidRequest):
+        IsolateExecutor(pool={"max_workers": 0})
+    with pytest.raises(InvalidRequest):
+        IsolateExecutor(pool={"workers": 2})

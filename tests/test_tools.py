@@ -1,0 +1,221 @@
+"""Tools: providers, dispatch (sync and async), envelopes, and what a bad dispatch does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+from codemode import (
+    IsolateExecutor,
+    Provider,
+    SyncIsolateExecutor,
+    ToolRegistry,
+    tool_error,
+    tool_result,
+)
+
+ORDERS = [
+    {"id": "o1", "user": "ada", "total": 42},
+    {"id": "o2", "user": "ada", "total": 7},
+    {"id": "o3", "user": "grace", "total": 100},
+]
+
+ORDERS_PROGRAM = """async () => {
+    const rows = await store.listOrders('ada')
+    return rows.reduce((sum, order) => sum + order.total, 0)
+}"""
+
+
+def test_the_seed_orders_example_prints_49(executor: SyncIsolateExecutor) -> None:
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        [user] = json.loads(args_json)
+        return json.dumps({"result": [o for o in ORDERS if o["user"] == user]})
+
+    outcome = executor.execute(
+        ORDERS_PROGRAM, providers=[{"name": "store", "tools": ["listOrders"]}], dispatch=dispatch
+    )
+    assert outcome.result == 49 and outcome.error is None
+
+
+def test_a_sync_dispatch_works_too(executor: SyncIsolateExecutor) -> None:
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        [user] = json.loads(args_json)
+        return tool_result([o for o in ORDERS if o["user"] == user])
+
+    outcome = executor.execute(
+        ORDERS_PROGRAM, providers=[Provider("store", ("listOrders",))], dispatch=dispatch
+    )
+    assert outcome.result == 49
+
+
+def test_calls_cross_as_three_strings_and_undeclared_names_reach_dispatch(
+    executor: SyncIsolateExecutor,
+) -> None:
+    seen: list[tuple[str, str, str]] = []
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        seen.append((provider, tool, args_json))
+        return tool_result(tool)
+
+    outcome = executor.execute(
+        """async () => [
+            await store.listOrders('ada', { limit: 2 }),
+            await store.deleteEverything(),
+            typeof store.anything, await store.then,
+        ]""",
+        providers=[{"name": "store", "tools": ["listOrders"]}],
+        dispatch=dispatch,
+    )
+    assert outcome.result == ["listOrders", "deleteEverything", "function", None]
+    assert seen == [
+        ("store", "listOrders", '["ada",{"limit":2}]'),
+        ("store", "deleteEverything", "[]"),
+    ]
+
+
+def test_promise_all_calls_run_concurrently_in_the_host(executor: SyncIsolateExecutor) -> None:
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.2)
+        with lock:
+            active -= 1
+        return tool_result(json.loads(args_json)[0])
+
+    started = time.monotonic()
+    outcome = executor.execute(
+        "async () => Promise.all([1, 2, 3, 4, 5].map((i) => api.slow(i)))",
+        providers=[{"name": "api", "tools": ["slow"]}],
+        dispatch=dispatch,
+    )
+    elapsed = time.monotonic() - started
+    assert outcome.result == [1, 2, 3, 4, 5]
+    assert peak == 5
+    assert elapsed < 0.9  # five 200 ms calls, run side by side (generous on a busy machine)
+
+
+def test_async_dispatch_calls_overlap_as_well(executor: SyncIsolateExecutor) -> None:
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        await asyncio.sleep(0.2)
+        return tool_result(json.loads(args_json)[0] * 2)
+
+    started = time.monotonic()
+    outcome = executor.execute(
+        "async () => Promise.all([1, 2, 3].map((i) => api.double(i)))",
+        providers=[{"name": "api", "tools": ["double"]}],
+        dispatch=dispatch,
+    )
+    assert outcome.result == [2, 4, 6]
+    assert time.monotonic() - started < 0.6
+
+
+def test_an_error_envelope_rejects_the_call_with_its_text(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute(
+        """async () => {
+            try { await store.get('x') } catch (e) { return ['caught', e.message, e instanceof Error] }
+        }""",
+        providers=[{"name": "store", "tools": ["get"]}],
+        dispatch=lambda p, t, a: tool_error("no such record: x"),
+    )
+    assert outcome.result == ["caught", "no such record: x", True]
+
+
+def test_a_dispatch_that_raises_rejects_with_a_short_clear_message(executor: SyncIsolateExecutor) -> None:
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        raise KeyError("secret-token-123")
+
+    outcome = executor.execute(
+        "async () => store.get('x')", providers=[{"name": "store", "tools": ["get"]}], dispatch=dispatch
+    )
+    assert outcome.error == (
+        "The tool store.get failed in the host (KeyError). Try another approach, "
+        "or report that this tool is failing."
+    )
+    assert "Traceback" not in outcome.error and "secret-token" not in outcome.error
+
+
+def test_a_dispatch_that_returns_garbage_rejects_clearly(executor: SyncIsolateExecutor) -> None:
+    cases = {
+        "notjson": "this is not json",
+        "number": 42,
+        "noenvelope": '{"data": 1}',
+        "none": None,
+    }
+
+    def dispatch(provider: str, tool: str, args_json: str) -> object:
+        return cases[tool]
+
+    for tool in cases:
+        outcome = executor.execute(
+            f"async () => store.{tool}()", providers=[{"name": "store", "tools": [tool]}],
+            dispatch=dispatch,
+        )
+        assert outcome.result is None
+        assert outcome.error is not None
+        assert outcome.error.startswith(f"The tool store.{tool} failed in the host"), outcome.error
+
+
+def test_an_oversized_tool_reply_is_refused(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute(
+        "async () => store.big()", providers=[{"name": "store", "tools": ["big"]}],
+        dispatch=lambda p, t, a: tool_result("x" * (2 * 1024 * 1024)),
+    )
+    assert outcome.error is not None and "ceiling" in outcome.error
+
+
+def test_the_registry_serves_its_tools_and_refuses_everything_else() -> None:
+    tools = ToolRegistry()
+
+    @tools.tool("store", "listOrders")
+    def list_orders(user: str) -> list[dict[str, object]]:
+        return [o for o in ORDERS if o["user"] == user]
+
+    @tools.tool("store", "total")
+    async def total(user: str) -> int:
+        await asyncio.sleep(0)
+        return sum(int(str(o["total"])) for o in ORDERS if o["user"] == user)
+
+    @tools.tool("store", "refuse")
+    def refuse() -> None:
+        raise ToolRegistry.Refusal("not today")
+
+    async def main() -> None:
+        async with IsolateExecutor(pool={"max_workers": 1}) as ex:
+            outcome = await ex.execute(
+                """async () => {
+                    const rows = await store.listOrders('ada');
+                    const t = await store.total('ada');
+                    const errors = [];
+                    for (const f of [() => store.deleteAll(), () => admin.listOrders('ada'),
+                                     () => store.refuse(), () => store.listOrders()]) {
+                        try { await f() } catch (e) { errors.push(e.message) }
+                    }
+                    return { n: rows.length, t, errors };
+                }""",
+                providers=[*tools.providers(), {"name": "admin", "tools": []}],
+                dispatch=tools.dispatch,
+            )
+            assert outcome.error is None, outcome.error
+            assert outcome.result["n"] == 2 and outcome.result["t"] == 49
+            errors = outcome.result["errors"]
+            assert errors[0].startswith("store.deleteAll is not a tool this host serves.")
+            assert "store.listOrders" in errors[0]
+            assert errors[1] == "admin.listOrders is not a tool this host serves."
+            assert errors[2] == "not today"
+            assert errors[3].startswith("store.listOrders was called with the wrong arguments")
+
+    asyncio.run(main())
+    assert [p.name for p in tools.providers()] == ["store"]
+
+
+def test_envelope_helpers() -> None:
+    assert json.loads(tool_result({"a": [1, None]})) == {"result": {"a": [1, None]}}
+    assert json.loads(tool_error("nope")) == {"error": "nope"}
