@@ -80,6 +80,7 @@ class Pool:
             await worker.wait_ready()
         except ExecutorError as exc:
             self._spawning.discard(worker)
+            await worker.wait_exit(2.0)
             self._starting.discard(slot)
             self._fail_one_waiter(exc)
             return

@@ -286,8 +286,11 @@ for (const c of DATA) {
     "idna": r"""
 for (const c of DATA) {
   if (typeof c === 'string' || c.input === '') continue;
-  const enc = encodeURIComponent(c.input);
   check(c.input, () => {
+    // Two inputs hold lone surrogates, which encodeURIComponent refuses: pass those raw
+    // (URL's USVString conversion turns them into U+FFFD).
+    let enc;
+    try { enc = encodeURIComponent(c.input); } catch { enc = c.input; }
     if (c.output === null) return expectThrow(() => new URL(`https://${enc}/x`), TypeError);
     const url = new URL(`https://${enc}/x`);
     return cmp(url, { host: c.output, hostname: c.output, pathname: '/x',

@@ -2,7 +2,7 @@
 // with the URL Standard's flags (CheckHyphens=false, CheckBidi=true, CheckJoiners=true,
 // UseSTD3ASCIIRules=false, Transitional_Processing=false, VerifyDnsLength=false), plus
 // Punycode (RFC 3492). Internal module: no globals; the url module requires it only for hosts
-// that are not plain ASCII (or that carry an "xn--" label), so most runs never compile it.
+// that are not plain ASCII, so most runs never compile it.
 (host) => {
   'use strict';
   const INTERNAL = Symbol.for('codemode.stdlib.internal');

@@ -1,0 +1,142 @@
+"""The fault table: each injected fault and the outcome it must produce.
+
+| fault                                  | outcome                                              |
+|----------------------------------------|------------------------------------------------------|
+| child SIGKILLed mid-run                | WORKER_CRASHED, started=True, names SIGKILL(-9)      |
+| child sends a garbage frame            | WORKER_CRASHED, started=True, "malformed message"    |
+| dispatch raises                        | the call rejects with a short message (test_tools)   |
+| dispatch never answers                 | the timeout text at the bound (test_bounds)          |
+| 50 concurrent over 2 workers, queue 3  | served or QUEUE_FULL at once (test_bounds)           |
+| dispose during a run                   | DISPOSED, started=True; waiting calls started=False  |
+| engine lacks a behaviour               | WORKER_CRASHED "Worker 1 failed to start." + causes  |
+| host SIGKILLed / forgets to dispose    | no child outlives it                                 |
+
+After every fault the pool keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from codemode import Disposed, IsolateExecutor, SyncIsolateExecutor, WorkerCrashed
+
+from .conftest import child_pids
+
+
+def test_a_child_killed_mid_run_fails_only_that_run() -> None:
+    async def main() -> None:
+        async with IsolateExecutor(pool={"max_workers": 2}, timeout=30_000) as ex:
+            await ex.execute("() => 1")
+            code = "async () => { await new Promise((r) => setTimeout(r, 2000)); return 'late' }"
+            victim_task = asyncio.ensure_future(ex.execute(code))
+            other_task = asyncio.ensure_future(ex.execute("async () => { await new Promise((r) => setTimeout(r, 500)); return 'ok' }"))
+            await asyncio.sleep(0.3)
+            busy = [w for w in ex._pool.workers() if w.run is not None and "late" in w.run.msg.code]  # type: ignore[union-attr]
+            assert busy, "the long run should be on a worker"
+            os.kill(busy[0].pid, signal.SIGKILL)  # type: ignore[arg-type]
+            with pytest.raises(WorkerCrashed) as info:
+                await victim_task
+            err = info.value
+            assert err.code == "WORKER_CRASHED" and err.retryable and err.started
+            assert "crashed with SIGKILL(-9)" in str(err) and "the program had started" in str(err)
+            assert (await other_task).result == "ok"  # the other run was untouched
+            for _ in range(5):
+                assert (await ex.execute("async () => 6 * 7")).result == 42
+
+    asyncio.run(main())
+
+
+def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
+    env = dict(os.environ, CODEMODE_CHILD_FAULT="garbage-frame")
+    with SyncIsolateExecutor(pool={"max_workers": 1}, child_env=env) as ex:
+        with pytest.raises(WorkerCrashed) as info:
+            ex.execute("async () => 1")
+        assert "sent a malformed message" in str(info.value)
+        assert info.value.started
+
+
+def test_dispose_during_a_run_fails_the_run_and_the_line() -> None:
+    async def main() -> None:
+        ex = IsolateExecutor(pool={"max_workers": 1, "max_queue": 10}, timeout=30_000)
+        await ex.execute("() => 1")
+        running = asyncio.ensure_future(ex.execute("async () => new Promise(() => {})"))
+        waiting = asyncio.ensure_future(ex.execute("() => 2"))
+        await asyncio.sleep(0.3)
+        pids = ex.worker_pids
+        await ex.aclose()
+        with pytest.raises(Disposed) as ran:
+            await running
+        assert ran.value.started
+        with pytest.raises(Disposed) as waited:
+            await waiting
+        assert not waited.value.started
+        assert not [p for p in pids if p in child_pids()]
+
+    asyncio.run(main())
+
+
+def test_a_child_whose_engine_fails_the_probe_rejects_the_first_call() -> None:
+    # A real engine made to fail: a tiny V8 stack cannot even install the runtime.
+    env = dict(os.environ, CODEMODE_CHILD_V8_FLAGS="--stack-size=8")
+    with SyncIsolateExecutor(pool={"max_workers": 1}, child_env=env) as ex:
+        with pytest.raises(WorkerCrashed) as info:
+            ex.execute("async () => 1")
+        err = info.value
+        assert str(err) == "Worker 1 failed to start."
+        assert not err.started
+        assert err.causes and "cannot create an isolate and install the runtime" in err.causes[0]
+        assert isinstance(err.__cause__, RuntimeError)
+
+
+HOST = textwrap.dedent(
+    """
+    import sys, time
+    from codemode import SyncIsolateExecutor
+    ex = SyncIsolateExecutor(pool={"max_workers": 2})
+    print(ex.execute("async () => 6 * 7").result, flush=True)
+    time.sleep(0.5)
+    print(" ".join(map(str, ex.worker_pids)), flush=True)
+    sys.stdin.readline()
+    if sys.argv[1] == "hang":
+        time.sleep(3600)
+    # "forget": exit without dispose
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("mode", ["hang", "forget"])
+def test_no_child_outlives_its_host(mode: str) -> None:
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, mode], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True
+    )
+    assert host.stdout is not None
+    assert host.stdout.readline().strip() == "42"
+    pids = [int(p) for p in host.stdout.readline().split()]
+    assert pids and all(_alive(p) for p in pids)
+    assert host.stdin is not None
+    host.stdin.write("go\n")
+    host.stdin.flush()
+    if mode == "hang":
+        time.sleep(0.2)
+        host.kill()  # SIGKILL: the host gets no chance to clean up
+    assert host.wait(timeout=30) is not None
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if _alive(p)]
