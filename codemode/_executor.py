@@ -192,9 +192,14 @@ class IsolateExecutor:
             return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json, max_bytes)
 
         async def on_fetch(fetch: Fetch) -> str:
-            paused = active.paused_total if not request.count_host_waits else 0.0
-            limit = deadline + paused if request.count_host_waits else time.monotonic() + request.timeout_ms / 1000
-            return await handle_fetch(fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes)
+            # With host waits uncounted, the request gets the run's whole bound of its own.
+            if request.count_host_waits:
+                limit = deadline
+            else:
+                limit = time.monotonic() + request.timeout_ms / 1000
+            return await handle_fetch(
+                fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
+            )
 
         active = ActiveRun(msg=msg, future=loop.create_future(), on_call=on_call, on_fetch=on_fetch)
         worker.begin(active)

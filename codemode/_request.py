@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from ._config import UNSET, ExecutorConfig, Unset
+from ._config import UNSET, ExecutorConfig
 from ._faults import InvalidRequest
 
 __all__ = ["Dispatch", "Provider", "ResolvedRequest", "resolve_request"]
@@ -34,10 +34,12 @@ _RESERVED = frozenset(
     }
 )
 _JS_RESERVED_WORDS = frozenset(
-    "break case catch class const continue debugger default delete do else enum export extends "
-    "false finally for function if import in instanceof new null return super switch this throw "
-    "true try typeof var void while with yield let static implements interface package private "
-    "protected public await arguments".split()
+    (
+        "break case catch class const continue debugger default delete do else enum export extends "
+        "false finally for function if import in instanceof new null return super switch this "
+        "throw true try typeof var void while with yield let static implements interface package "
+        "private protected public await arguments"
+    ).split()
 )
 
 
@@ -49,6 +51,8 @@ class Provider(msgspec.Struct, frozen=True):
 
 
 def _provider(value: object, index: int) -> Provider:
+    name: object
+    tools: object
     if isinstance(value, Provider):
         name, tools = value.name, value.tools
     elif isinstance(value, Mapping):
@@ -177,7 +181,7 @@ def resolve_request(
     return ResolvedRequest(
         code=code,
         providers=provider_list,
-        dispatch=dispatch,  # type: ignore[arg-type]
+        dispatch=dispatch,
         outbound=default_outbound if outbound is UNSET else outbound,
         modules=resolved_modules,
         timeout_ms=timeout_ms,

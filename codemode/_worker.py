@@ -143,7 +143,7 @@ class Worker:
         """Wait for the handshake; raise WORKER_CRASHED naming what is missing."""
         try:
             ready = await asyncio.wait_for(asyncio.shield(self.ready), READY_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.kill()
             raise WorkerCrashed(
                 f"Worker {self.id} failed to start.",
@@ -184,7 +184,7 @@ class Worker:
             return
         try:
             await asyncio.wait_for(self.proc.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.kill()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5.0)
@@ -330,6 +330,7 @@ class Worker:
         if active is None or active.msg.run_id != done.run_id:
             return
         self._finish(active)
+        error: str | None
         try:
             result = None if done.result_json is None else msgspec.json.decode(done.result_json)
         except msgspec.DecodeError:

@@ -59,8 +59,8 @@ class Isolate:
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
-        factory = await ctx.eval_cancelable(runtime_source())
-        api = await ctx.call_function_cancelable(factory, bell, config_json)
+        factory: Any = await ctx.eval_cancelable(runtime_source())
+        api: Any = await ctx.call_function_cancelable(factory, bell, config_json)
         # The isolate is idle here, so these synchronous reads cannot block on it.
         start, pump, feed, inbound, journal = api[0], api[1], api[2], api[3], api[4]
         self._inbound: memoryview = inbound
@@ -135,7 +135,7 @@ class Isolate:
         """Whether the engine still answers (after a cancel it may be wedged for good)."""
         try:
             await asyncio.wait_for(self.ctx.eval_cancelable("0"), within_s)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             return False
         return True
 

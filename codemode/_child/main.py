@@ -145,6 +145,7 @@ class Child:
         self.stdlib_sources: dict[str, str] = {}
         self.loop: asyncio.AbstractEventLoop
         self.runs: asyncio.Queue[Run] = asyncio.Queue()
+        self.closing: set[asyncio.Task[None]] = set()
 
     async def serve_forever(self) -> None:
         """Runs are served strictly one after another: run N+1 starts only after run N's
@@ -340,9 +341,10 @@ class Child:
                 self.send(Fetch(run_id, m[1], m[2]))
             elif tag == "d":
                 result = m[1]
-                if result is not None and len(result.encode("utf-8", "surrogatepass")) > self.max_message_bytes:
-                    self.finish(state, "ceiling", error=_texts.message_ceiling_text(
-                        "return value", self.max_message_bytes))
+                size = 0 if result is None else len(result.encode("utf-8", "surrogatepass"))
+                if size > self.max_message_bytes:
+                    text = _texts.message_ceiling_text("return value", self.max_message_bytes)
+                    self.finish(state, "ceiling", error=text)
                 else:
                     self.finish(state, "ok", result_json=result)
             elif tag == "e":
@@ -399,13 +401,16 @@ class Child:
             start_task.cancel()  # mini-racer cancels the V8 task: TerminateExecution
             with_timeout = asyncio.wait({start_task}, timeout=WEDGE_PROBE_S)
             await with_timeout
-        if state.kind in ("timeout", "memory") or not stopped:
-            if not await isolate.responsive(WEDGE_PROBE_S):
-                self.send(Recycle("the engine did not stop after the run ended"))
-                os._exit(0)
+        if (state.kind in ("timeout", "memory") or not stopped) and not await isolate.responsive(
+            WEDGE_PROBE_S
+        ):
+            self.send(Recycle("the engine did not stop after the run ended"))
+            os._exit(0)
         if stopped and state.kind not in ("timeout", "memory"):
             # The usual case: close on a thread without holding up the next run.
-            asyncio.ensure_future(self.close_isolate(isolate))
+            closing = asyncio.ensure_future(self.close_isolate(isolate))
+            self.closing.add(closing)
+            closing.add_done_callback(self.closing.discard)
         else:
             await self.close_isolate(isolate)
         if _rss_bytes() > self.rss_limit:
@@ -416,7 +421,7 @@ class Child:
     async def close_isolate(self, isolate: Any) -> None:
         try:
             await asyncio.wait_for(asyncio.to_thread(isolate.close), 2.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.send(Recycle("the isolate could not be disposed"))
             os._exit(0)
 

@@ -1,0 +1,209 @@
+"""The ``codemode`` command line.
+
+::
+
+    codemode run FILE            run the program in FILE
+    codemode run -e CODE         run CODE
+    codemode run -               run the program read from stdin
+    codemode worker ...          start a fleet worker (needs the ``fleet`` extra)
+
+``run`` prints the outcome as one JSON object on stdout,
+``{"result": ..., "error": ..., "logs": [{"level": ..., "text": ...}]}``, and exits with
+
+- ``0`` when the program succeeded,
+- ``1`` when the outcome carries an ``error`` (the program threw, timed out, ran out of
+  memory, ...: the run was served, the program failed),
+- ``2`` for bad usage or a fault of the executor itself; the message on stderr names the
+  fault code (``INVALID_REQUEST``, ``WORKER_CRASHED``, ...) and nothing is printed on stdout.
+
+Options: ``--timeout MS``, ``--memory MB``, ``--normalize`` (pass the text through
+:func:`codemode.normalize_code` first, so a fenced block or a bare expression runs),
+``--no-network`` (``outbound=None``: fetch rejects with the declared text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_PROGRAM_ERROR = 1
+EXIT_FAULT = 2
+
+_FLEET_MODULES = frozenset({"workers", "celery", "kombu", "redis", "billiard", "hiredis"})
+
+
+class _UsageError(Exception):
+    """Bad usage: reported on stderr with exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codemode",
+        description="Run model-written JavaScript in a fresh V8 isolate.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    run = commands.add_parser(
+        "run",
+        help="run one program and print its outcome as JSON",
+        description=(
+            "Run one program and print {result, error, logs} as JSON. Exit status: 0 the "
+            "program succeeded, 1 the outcome has an error, 2 bad usage or an executor fault."
+        ),
+    )
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE",
+        help="a file holding the program, or - to read it from stdin",
+    )
+    source.add_argument("-e", "--eval", dest="code", metavar="CODE", help="the program itself")
+    run.add_argument("--timeout", type=_positive_int, metavar="MS", help="the run's clock (ms)")
+    run.add_argument(
+        "--memory", type=_positive_int, metavar="MB", help="the isolate's memory bound (MB)"
+    )
+    run.add_argument(
+        "--normalize",
+        action="store_true",
+        help="turn model output (a fence, a bare expression, ...) into the entry form first",
+    )
+    run.add_argument(
+        "--no-network",
+        action="store_true",
+        help="no network for the program: fetch rejects with the declared text",
+    )
+
+    commands.add_parser(
+        "worker",
+        help="start a fleet worker (needs the fleet extra: pip install 'codemode[fleet]')",
+        add_help=False,
+    )
+    return parser
+
+
+def _read_program(args: argparse.Namespace, stdin: TextIO) -> str:
+    if args.code is not None:
+        return str(args.code)
+    path = str(args.file)
+    if path == "-":
+        return stdin.read()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise _UsageError(f"cannot read {path}: it is not UTF-8 text") from None
+
+
+async def _execute(code: str, args: argparse.Namespace) -> Any:
+    from ._executor import IsolateExecutor
+
+    settings: dict[str, Any] = {"pool": {"max_workers": 1, "max_queue": 1}}
+    if args.timeout is not None:
+        settings["timeout"] = args.timeout
+    if args.memory is not None:
+        settings["memory_limit"] = args.memory
+    request: dict[str, Any] = {}
+    if args.no_network:
+        request["outbound"] = None
+    async with IsolateExecutor(**settings) as executor:
+        return await executor.execute(code, **request)
+
+
+def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO) -> int:
+    from ._faults import ExecutorError
+    from ._normalize import normalize_code
+
+    try:
+        code = _read_program(args, stdin)
+        if args.normalize:
+            try:
+                code = normalize_code(code)
+            except ValueError as exc:
+                raise _UsageError(str(exc)) from None
+    except _UsageError as exc:
+        print(f"codemode run: {exc}", file=stderr)
+        return EXIT_FAULT
+    try:
+        outcome = asyncio.run(_execute(code, args))
+    except ExecutorError as exc:
+        started = "the program had started" if exc.started else "no program code ran"
+        print(
+            f"codemode run: executor fault {exc.code} (retryable: {str(exc.retryable).lower()}, "
+            f"{started}): {exc.message}",
+            file=stderr,
+        )
+        for cause in exc.causes:
+            print(f"  caused by: {cause}", file=stderr)
+        return EXIT_FAULT
+    payload = {
+        "result": outcome.result,
+        "error": outcome.error,
+        "logs": [{"level": entry.level, "text": entry.text} for entry in outcome.logs],
+    }
+    print(json.dumps(payload, ensure_ascii=False), file=stdout)
+    stdout.flush()
+    return EXIT_OK if outcome.error is None else EXIT_PROGRAM_ERROR
+
+
+def _worker(argv: list[str], stderr: TextIO) -> int:
+    try:
+        module = importlib.import_module("workers.cli")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing in _FLEET_MODULES:
+            print(
+                "codemode worker: the fleet is not installed (missing module "
+                f"{exc.name!r}). Install the fleet extra: pip install 'codemode[fleet]'.",
+                file=stderr,
+            )
+            return EXIT_FAULT
+        raise
+    entry = getattr(module, "main", None)
+    if not callable(entry):
+        print("codemode worker: workers.cli has no main(argv) to call.", file=stderr)
+        return EXIT_FAULT
+    status = entry(argv)
+    return int(status) if isinstance(status, int) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status instead of exiting."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "worker":
+        # Everything after `worker` belongs to the fleet's own parser.
+        return _worker(args_list[1:], sys.stderr)
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse exits 2 on bad usage and 0 on --help
+        return exc.code if isinstance(exc.code, int) else EXIT_FAULT
+    if args.command == "run":
+        return _run(args, sys.stdout, sys.stderr, sys.stdin)
+    parser.print_usage(sys.stderr)
+    return EXIT_FAULT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The fleet's Redis keyspace: every key it writes, named in one place, each with a TTL.
+
+Per job ``J`` (a uuid4 hex), in one hash slot (``{J}``)::
+
+    <prefix>:job:{J}:up      list  worker -> host: Started, ToolCall, FetchCall, Finished, Failed
+    <prefix>:job:{J}:down    list  host -> worker: ToolReply, FetchReply, Cancel
+    <prefix>:job:{J}:claim   str   who started the job (SET NX): a worker id, "expired",
+                                   "cancelled" or "host-gone"; the first writer wins
+    <prefix>:job:{J}:lease   str   the running worker's lease (PX lease_ttl, refreshed)
+
+Per host ``H`` (one per FleetExecutor) and fleet-wide::
+
+    <prefix>:host:{H}        str   the host's heartbeat (PX host_ttl, refreshed)
+    <prefix>:admission       zset  admitted jobs, scored by when their slot lapses (ms,
+                                   Redis time); a job's slot is freed by ZREM when it ends
+
+Every key is written with an expiry and re-armed while its job lives, so a host or worker
+that dies leaves nothing behind for longer than ``key_ttl_ms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["JobKeys", "admission_key", "host_key"]
+
+
+@dataclass(frozen=True)
+class JobKeys:
+    """The four keys of one job."""
+
+    up: str
+    down: str
+    claim: str
+    lease: str
+
+    @classmethod
+    def of(cls, prefix: str, job_id: str) -> JobKeys:
+        base = f"{prefix}:job:{{{job_id}}}"
+        return cls(up=f"{base}:up", down=f"{base}:down", claim=f"{base}:claim",
+                   lease=f"{base}:lease")
+
+    def all(self) -> tuple[str, str, str, str]:
+        return (self.up, self.down, self.claim, self.lease)
+
+
+def host_key(prefix: str, host_id: str) -> str:
+    return f"{prefix}:host:{host_id}"
+
+
+def admission_key(prefix: str) -> str:
+    return f"{prefix}:admission"
