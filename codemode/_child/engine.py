@@ -33,6 +33,7 @@ __all__ = ["Isolate", "runtime_source"]
 
 _RUNTIME: str | None = None
 _HEADER = 8
+_JOURNAL_HEADER = 16
 
 
 def runtime_source() -> str:
@@ -114,22 +115,24 @@ class Isolate:
         out = await self._write(inbox_json, self._pump)
         return out if isinstance(out, str) else ""
 
-    def read_journal(self) -> list[tuple[str, str]]:
-        """Log entries written since the last read. Needs no isolate: safe while it is busy."""
-        (written,) = struct.unpack_from("<i", self._journal, 0)
+    def read_journal(self) -> list[Any]:
+        """Messages written since the last read. Needs no isolate: safe while it is busy.
+
+        The bell is re-armed *before* the write index is read, so a message written after
+        this read always rings again.
+        """
+        view = self._journal
+        struct.pack_into("<i", view, 4, 0)
+        (written,) = struct.unpack_from("<i", view, 0)
         if written <= self._journal_read:
             return []
-        raw = bytes(self._journal[_HEADER + 2 * self._journal_read : _HEADER + 2 * written])
+        raw = bytes(view[_JOURNAL_HEADER + 2 * self._journal_read : _JOURNAL_HEADER + 2 * written])
         self._journal_read = written
-        entries = []
-        for line in raw.decode("utf-16-le", "surrogatepass").split("\n"):
-            if line:
-                try:
-                    level, text = json.loads(line)
-                except ValueError:
-                    continue
-                entries.append((str(level), str(text)))
-        return entries
+        return [json.loads(line) for line in raw.decode("utf-16-le", "surrogatepass").split("\n") if line]
+
+    def journal_full(self) -> bool:
+        """Whether later messages wait in the outbox (taken with :meth:`pump`)."""
+        return struct.unpack_from("<i", self._journal, 8)[0] == 1
 
     async def responsive(self, within_s: float) -> bool:
         """Whether the engine still answers (after a cancel it may be wedged for good)."""

@@ -258,9 +258,6 @@ class Child:
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
         isolate = await self.take_isolate()
-        # The next isolate is prepared on its own engine thread while this one runs, so
-        # the run after this one does not wait for isolate creation.
-        self.prepare_spare()
         state = RunState(msg, isolate)
         self.run = state
         isolate.on_bell = state.wake.set
@@ -289,17 +286,23 @@ class Child:
                 self.finish(state, "throw", error=text)
 
     async def pump_loop(self, state: RunState) -> None:
+        """Take messages as the bell rings; call into the isolate only to deliver replies
+        (or to drain the outbox once the journal is full)."""
+        isolate = state.isolate
         while not state.done:
             await state.wake.wait()
             state.wake.clear()
             if state.done:
                 return
+            self.take_messages(state, isolate.read_journal())
+            if state.done or not (state.inbox or isolate.journal_full()):
+                continue
             inbox_json = ""
             if state.inbox:
                 inbox_json = msgspec.json.encode(state.inbox).decode()
                 state.inbox = []
             try:
-                out = await state.isolate.pump(inbox_json)
+                out = await isolate.pump(inbox_json)
             except Exception as exc:  # terminated by a memory bound, or cancelled
                 if state.isolate.memory_limit_reached():
                     self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
@@ -307,31 +310,36 @@ class Child:
                     self.finish(state, "throw", error=str(exc))
                 return
             if out:
-                self.take_outbox(state, out)
+                try:
+                    messages = msgspec.json.decode(out)
+                except msgspec.DecodeError:
+                    self.finish(state, "throw", error="The runtime sent an unreadable message.")
+                    return
+                self.take_messages(state, isolate.read_journal())
+                self.take_messages(state, messages)
 
     def drain_journal(self, state: RunState) -> None:
-        for level, text in state.isolate.read_journal():
-            state.logs.append(LogEntry(level, text))
+        """Take what the isolate wrote before the run ended (it may be wedged now)."""
+        if not state.isolate.closed:
+            self.take_messages(state, state.isolate.read_journal(), logs_only=True)
 
-    def take_outbox(self, state: RunState, out: str) -> None:
-        self.drain_journal(state)
-        try:
-            messages = msgspec.json.decode(out)
-        except msgspec.DecodeError:
-            self.finish(state, "throw", error="The runtime sent an unreadable message.")
-            return
+    def take_messages(self, state: RunState, messages: list[Any], *, logs_only: bool = False) -> None:
         run_id = state.msg.run_id
         for m in messages:
-            if state.done:
+            if state.done and not logs_only:
                 return
+            if not isinstance(m, list) or not m:
+                continue
             tag = m[0]
             if tag == "l":
-                state.logs.append(LogEntry(m[1], m[2]))
+                state.logs.append(LogEntry(str(m[1]), str(m[2])))
+            elif logs_only:
+                continue
             elif tag == "c":
                 call_id = m[1]
                 if len(m[4].encode("utf-8", "surrogatepass")) > self.max_message_bytes:
-                    state.inbox.append([call_id, msgspec.json.encode({"error": _texts.message_ceiling_text(
-                        "tool call's argument list", self.max_message_bytes)}).decode()])
+                    text = _texts.message_ceiling_text("tool call's argument list", self.max_message_bytes)
+                    state.inbox.append([call_id, msgspec.json.encode({"error": text}).decode()])
                     state.wake.set()
                     continue
                 self.open_call(state, call_id)
@@ -446,8 +454,7 @@ class Child:
                 ["async () => { await new Promise((r) => setTimeout(r, 1)); return 7 }", [], "none"]
             ).decode())
             await asyncio.wait_for(rang.wait(), 2.0)
-            out = await isolate.pump("")
-            if '["d","7"]' not in out:
+            if ["d", "7"] not in isolate.read_journal():
                 missing.append("does not run a timer through Atomics.waitAsync")
         except Exception:
             missing.append("does not deliver a notification from the isolate to the host")

@@ -48,16 +48,45 @@
   const maxLogs = config.maxLogEntries;
   const texts = config.texts;
 
-  // ---- the outbox ----------------------------------------------------------------
+  // ---- the outbound journal ------------------------------------------------------
+  // Every message leaves as one JSON line written straight into a journal: a
+  // SharedArrayBuffer that Python reads without entering the isolate. So Python can take
+  // messages while the isolate is still busy (and after it wedged: the lines written before
+  // a loop that never yields are still there when the deadline ends the run), and a
+  // message costs one wake-up, not a call into the isolate.
+  //   header (Int32): [0] units written, [1] bell armed (Python clears it before reading),
+  //                   [2] 1 once the journal is full
+  // When the journal is full, the rest of the run's messages wait in the outbox, which
+  // Python takes with pump() (in order: the journal never resumes).
+  const JOURNAL_UNITS = config.journalUnits;
+  const journalSab = new SharedArrayBuffer(16 + 2 * JOURNAL_UNITS);
+  const journalHead = new Int32Array(journalSab, 0, 4);
+  const journalUnits = new Uint16Array(journalSab, 16);
+  const atomicsStore = Atomics.store;
+  const atomicsExchange = Atomics.exchange;
+  let journalPos = 0;
+  let journalFull = false;
   let outbox = [];
-  let rung = false;
   let finished = false;
+  const ring = () => {
+    if (ReflectApply(atomicsExchange, Atomics, [journalHead, 1, 1]) === 0) bell();
+  };
   const send = (msg) => {
-    ReflectApply(ArrayPush, outbox, [msg]);
-    if (!rung) {
-      rung = true;
-      bell();
+    if (!journalFull) {
+      const line = JSONstringify(msg) + '\n';
+      const n = line.length;
+      if (journalPos + n <= JOURNAL_UNITS) {
+        for (let i = 0; i < n; i++) journalUnits[journalPos + i] = line.charCodeAt(i);
+        journalPos += n;
+        ReflectApply(atomicsStore, Atomics, [journalHead, 0, journalPos]);
+        ring();
+        return;
+      }
+      journalFull = true;
+      ReflectApply(atomicsStore, Atomics, [journalHead, 2, 1]);
     }
+    ReflectApply(ArrayPush, outbox, [msg]);
+    ring();
   };
   const pending = new MapCtor();
   let nextId = 1;
@@ -99,7 +128,6 @@
         entry(body);
       }
     }
-    rung = false;
     if (outbox.length === 0) return '';
     const out = outbox;
     outbox = [];
@@ -107,17 +135,6 @@
   };
 
   // ---- logs ----------------------------------------------------------------------
-  // Log entries are written straight into a journal (a SharedArrayBuffer Python reads
-  // without the isolate), so the lines written before a loop that wedges the engine are
-  // still there when the deadline ends the run. When the journal is full, the rest of
-  // the run's entries travel in the outbox instead (in order: the journal never resumes).
-  const JOURNAL_UNITS = config.journalUnits;
-  const journalSab = new SharedArrayBuffer(8 + 2 * JOURNAL_UNITS);
-  const journalIndex = new Int32Array(journalSab, 0, 1);
-  const journalUnits = new Uint16Array(journalSab, 8);
-  let journalPos = 0;
-  let journalFull = false;
-  const atomicsStore = Atomics.store;
   let logCount = 0;
   let logsDropped = 0;
   const log = (level, text) => {
@@ -131,19 +148,7 @@
     if (text.length > maxMessage) {
       text = text.slice(0, maxMessage) + texts.logTruncated;
     }
-    level = StringCtor(level);
-    if (!journalFull) {
-      const line = JSONstringify([level, text]) + '\n';
-      const n = line.length;
-      if (journalPos + n <= JOURNAL_UNITS) {
-        for (let i = 0; i < n; i++) journalUnits[journalPos + i] = line.charCodeAt(i);
-        journalPos += n;
-        ReflectApply(atomicsStore, Atomics, [journalIndex, 0, journalPos]);
-        return;
-      }
-      journalFull = true;
-    }
-    send(['l', level, text]);
+    send(['l', StringCtor(level), text]);
   };
 
   // ---- the tool bridge -----------------------------------------------------------
@@ -410,7 +415,7 @@
     if (finished) return;
     finished = true;
     if (logsDropped > 0) {
-      ReflectApply(ArrayPush, outbox, [['l', 'warn', texts.logsDropped.replace('{n}', StringCtor(logsDropped))]]);
+      send(['l', 'warn', texts.logsDropped.replace('{n}', StringCtor(logsDropped))]);
     }
     send(msg);
   };
@@ -473,6 +478,21 @@
     }
     then(PromiseResolve(value), succeed, fail);
   };
+
+  // ---- warm-up -------------------------------------------------------------------
+  // Walk the hot paths once while the child is idle, so the caller's run does not pay
+  // for compiling them (V8 compiles functions lazily, and a fresh isolate has no cache).
+  // Nothing here touches the journal, the outbox or the run's state.
+  {
+    const probe = indirectEval('(async () => ({ a: [1, "x", null], b: { c: true } })\n)');
+    then(PromiseResolve(probe()), (v) => encodeResult(v), () => {});
+    JSONparse(JSONstringify(['async () => 1', [['p', ['t']]], 'host']));
+    errorText(new TypeErrorCtor('warm'));
+    const p = makeProvider('warm', []);
+    void p.x;
+    ReflectApply(MapSet, pending, [0, null]);
+    ReflectApply(MapDelete, pending, [0]);
+  }
 
   return [start, pump, feed, inboundSab, journalSab];
 }
