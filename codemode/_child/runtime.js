@@ -151,6 +151,48 @@
     send(['l', StringCtor(level), text]);
   };
 
+  // ---- unhandled rejections --------------------------------------------------------
+  // The engine reports no unhandled rejection to the embedder, so the global Promise is
+  // a subclass that notes its own rejections and forgets them once a handler is attached
+  // (then/catch/finally, or an await, which calls then). At the end of the run each
+  // rejection still unhandled becomes an error-level log entry. Promises this cannot see:
+  // those an async function returns and the engine's own internal ones (see
+  // docs/threat-model.md, "Unhandled rejections").
+  const unhandled = new MapCtor();
+  const handled = new WeakSet();
+  class TrackedPromise extends PromiseCtor {
+    constructor(executor) {
+      let early = null;
+      let self = null;
+      super((resolve, reject) => {
+        if (typeof executor !== 'function') {
+          throw new TypeErrorCtor(`Promise resolver ${typeof executor} is not a function`);
+        }
+        return executor(resolve, (reason) => {
+          if (self === null) early = { reason };
+          else if (!handled.has(self)) ReflectApply(MapSet, unhandled, [self, reason]);
+          reject(reason);
+        });
+      });
+      self = this;
+      if (early !== null && !handled.has(this)) ReflectApply(MapSet, unhandled, [this, early.reason]);
+    }
+    then(onFulfilled, onRejected) {
+      handled.add(this);
+      ReflectApply(MapDelete, unhandled, [this]);
+      return ReflectApply(PromiseThen, this, [onFulfilled, onRejected]);
+    }
+    static get [Symbol.species]() { return this; }
+    static [Symbol.hasInstance](value) {
+      // async functions still return the engine's own promises: keep instanceof true.
+      return value instanceof PromiseCtor;
+    }
+  }
+  ObjectDefineProperty(TrackedPromise, 'name', { value: 'Promise' });
+  ObjectDefineProperty(G, 'Promise', {
+    value: TrackedPromise, writable: true, configurable: true, enumerable: false,
+  });
+
   // ---- the tool bridge -----------------------------------------------------------
   const toolError = (message) => new ErrorCtor(message);
   const settleTool = (provider, tool, resolve, reject) => (body) => {
@@ -174,7 +216,7 @@
     reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`));
   };
 
-  const callTool = (provider, tool, args) => new PromiseCtor((resolve, reject) => {
+  const callTool = (provider, tool, args) => new TrackedPromise((resolve, reject) => {
     if (finished) {
       reject(toolError(texts.runEnded));
       return;
@@ -215,7 +257,7 @@
   });
 
   // ---- fetch transport (the stdlib's fetch calls host.fetch) ----------------------
-  const hostFetch = (request) => new PromiseCtor((resolve, reject) => {
+  const hostFetch = (request) => new TrackedPromise((resolve, reject) => {
     if (finished) {
       reject(new TypeErrorCtor(texts.runEnded));
       return;
@@ -414,6 +456,9 @@
   const finish = (msg) => {
     if (finished) return;
     finished = true;
+    unhandled.forEach((reason) => {
+      send(['l', 'error', `Unhandled promise rejection: ${errorText(reason)}`]);
+    });
     if (logsDropped > 0) {
       send(['l', 'warn', texts.logsDropped.replace('{n}', StringCtor(logsDropped))]);
     }
