@@ -31,11 +31,17 @@ from ._config import (
     PoolConfig,
 )
 from ._dispatch import call_dispatch
-from ._faults import Disposed, InvalidRequest
+from ._faults import Disposed, InvalidRequest, QueueFull
+from ._handles import (
+    DEFAULT_HANDLE_IDLE_TTL_S,
+    HandleTable,
+    plain_request,
+    response_outcome_result,
+)
 from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
-from ._protocol import Call, Fetch, Run
+from ._protocol import Call, Fetch, Invoke, Run
 from ._request import ResolvedRequest, resolve_request
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
@@ -79,6 +85,8 @@ class IsolateExecutor:
         max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES,
         ceilings: Ceilings | None = None,
         child_env: Mapping[str, str] | None = None,
+        max_handles: int | None = None,
+        handle_idle_ttl: float = DEFAULT_HANDLE_IDLE_TTL_S,
     ) -> None:
         self.config = ExecutorConfig(
             timeout_ms=timeout,
@@ -102,6 +110,15 @@ class IsolateExecutor:
         self._pool: Pool | None = None
         self._disposed = False
         self._run_ids = itertools.count(1)
+        if max_handles is None:
+            max_handles = max(1, self.config.pool.max_workers - 1)
+        if isinstance(max_handles, bool) or not isinstance(max_handles, int) or max_handles < 0:
+            raise InvalidRequest(f"max_handles must be an integer >= 0, got {max_handles!r}.")
+        if not isinstance(handle_idle_ttl, (int, float)) or handle_idle_ttl <= 0:
+            raise InvalidRequest(
+                f"handle_idle_ttl must be a positive number of seconds, got {handle_idle_ttl!r}."
+            )
+        self._handles = HandleTable(max_handles, float(handle_idle_ttl))
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -114,6 +131,7 @@ class IsolateExecutor:
     async def aclose(self) -> None:
         """End every child. Calls waiting in line and runs in flight fail with DISPOSED."""
         self._disposed = True
+        self._handles.close()
         if self._pool is not None:
             await self._pool.close()
 
@@ -164,6 +182,12 @@ class IsolateExecutor:
             default_modules=self._modules,
         )
         pool = self._ensure_pool()
+        if request.retain_handles and self._handles.live_count() >= self._handles.max_handles:
+            raise QueueFull(
+                f"This executor already retains {self._handles.live_count()} handles "
+                f"(max_handles={self._handles.max_handles}); release one before retaining "
+                "another. Nothing ran."
+            )
         for _attempt in range(3):
             worker = await pool.acquire()
             try:
@@ -173,7 +197,6 @@ class IsolateExecutor:
         raise Disposed("No child could take this run; the executor is shutting down.")
 
     async def _run_on(self, worker: Any, request: ResolvedRequest) -> Outcome:
-        loop = asyncio.get_running_loop()
         started_at = time.monotonic()
         network = "none" if request.outbound is None else ("policy" if callable(request.outbound) else "host")
         msg = Run(
@@ -184,19 +207,29 @@ class IsolateExecutor:
             count_host_waits=request.count_host_waits,
             network=network,
             started_at=started_at,
+            retain=request.retain_handles,
         )
+        outcome = await self._drive(worker, request, msg)
+        if outcome.handle is not None:
+            self._handles.add(outcome.handle, worker, request)
+        return outcome
+
+    async def _drive(self, worker: Any, request: ResolvedRequest, msg: Run | Invoke) -> Outcome:
+        """Hand one run (or invocation) to its worker and serve its calls until it ends."""
+        loop = asyncio.get_running_loop()
+        started_at = msg.started_at
         max_bytes = self.config.max_message_bytes
-        deadline = started_at + request.timeout_ms / 1000
+        deadline = started_at + msg.timeout_ms / 1000
 
         async def on_call(call: Call) -> str:
             return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json, max_bytes)
 
         async def on_fetch(fetch: Fetch) -> str:
             # With host waits uncounted, the request gets the run's whole bound of its own.
-            if request.count_host_waits:
+            if msg.count_host_waits:
                 limit = deadline
             else:
-                limit = time.monotonic() + request.timeout_ms / 1000
+                limit = time.monotonic() + msg.timeout_ms / 1000
             return await handle_fetch(
                 fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
             )
@@ -208,6 +241,58 @@ class IsolateExecutor:
         except asyncio.CancelledError:
             worker.cancel(active, "The caller stopped waiting for this run.")
             raise
+
+    # ---- handles ------------------------------------------------------------------
+
+    async def invoke_handle(
+        self, handle: str, request: Mapping[str, Any], *, timeout: Any = UNSET
+    ) -> Outcome:
+        """Pass ``request`` (method, url, headers, body) to a retained request handler.
+
+        Returns an Outcome whose ``result`` is the response as data: ``{"status",
+        "statusText", "headers", "body"}`` (body as text). A handler that throws, times out
+        or runs out of memory comes back in ``error`` like any run; a bound hit during an
+        invocation also releases the handle. Raises HANDLE_LOST / HANDLE_EXPIRED.
+        """
+        if self._disposed:
+            raise Disposed("The executor was disposed; its handles are gone.")
+        record = self._handles.get(handle)
+        request_json = plain_request(request)
+        if timeout is UNSET or timeout is None:
+            timeout_ms = record.request.timeout_ms
+        else:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+                raise InvalidRequest(f"timeout must be a positive number of milliseconds, got {timeout!r}.")
+            timeout_ms = int(timeout)
+            if timeout_ms > self.config.ceilings.max_timeout_ms:
+                raise InvalidRequest(
+                    f"timeout {timeout_ms} ms is above the operator ceiling max_timeout_ms="
+                    f"{self.config.ceilings.max_timeout_ms}."
+                )
+        async with record.lock:
+            record = self._handles.get(handle)  # it may have died while we waited
+            base = record.request
+            network = "none" if base.outbound is None else ("policy" if callable(base.outbound) else "host")
+            msg = Invoke(
+                run_id=next(self._run_ids),
+                handle_id=int(record.id),
+                request_json=request_json,
+                timeout_ms=timeout_ms,
+                count_host_waits=base.count_host_waits,
+                network=network,
+                started_at=time.monotonic(),
+            )
+            outcome = await self._drive(record.worker, base, msg)
+            self._handles.touch(record)
+        if outcome.error is None:
+            return Outcome(
+                result=response_outcome_result(outcome.result), logs=outcome.logs
+            )
+        return outcome
+
+    async def release_handle(self, handle: str) -> None:
+        """Dispose a retained isolate; its child serves ordinary runs again."""
+        self._handles.release(handle)
 
 
 class SyncIsolateExecutor:
@@ -235,6 +320,13 @@ class SyncIsolateExecutor:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
         result: Outcome = self._call(self._async.execute(code, **kwargs))
         return result
+
+    def invoke_handle(self, handle: str, request: Mapping[str, Any], **kwargs: Any) -> Outcome:
+        result: Outcome = self._call(self._async.invoke_handle(handle, request, **kwargs))
+        return result
+
+    def release_handle(self, handle: str) -> None:
+        self._call(self._async.release_handle(handle))
 
     @property
     def worker_pids(self) -> list[int]:

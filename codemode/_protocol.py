@@ -31,8 +31,10 @@ __all__ = [
     "Done",
     "Fetch",
     "HostMessage",
+    "Invoke",
     "Ready",
     "Recycle",
+    "Release",
     "Reply",
     "Run",
     "Shutdown",
@@ -57,6 +59,25 @@ class Run(msgspec.Struct, frozen=True, tag="run"):
     count_host_waits: bool
     network: str  # "host" (the host performs requests), "policy", or "none"
     started_at: float  # time.monotonic() in the host when the run was handed over
+    retain: bool = False  # keep the isolate if the program returns a request handler
+
+
+class Invoke(msgspec.Struct, frozen=True, tag="invoke"):
+    """Call the request handler a retained isolate holds; a run of its own."""
+
+    run_id: int
+    handle_id: int  # the run_id of the run that retained the isolate
+    request_json: str  # {"method", "url", "headers": [[k, v]], "body": latin-1 str | null}
+    timeout_ms: int
+    count_host_waits: bool
+    network: str
+    started_at: float
+
+
+class Release(msgspec.Struct, frozen=True, tag="release"):
+    """Dispose a retained isolate; the child serves ordinary runs again."""
+
+    handle_id: int
 
 
 class Reply(msgspec.Struct, frozen=True, tag="reply"):
@@ -78,7 +99,7 @@ class Shutdown(msgspec.Struct, frozen=True, tag="shutdown"):
     """Exit cleanly."""
 
 
-HostMessage = Run | Reply | Cancel | Shutdown
+HostMessage = Run | Invoke | Release | Reply | Cancel | Shutdown
 
 
 # ---- child -> host -------------------------------------------------------------------
@@ -110,7 +131,8 @@ class Fetch(msgspec.Struct, frozen=True, tag="fetch"):
 
 
 class Done(msgspec.Struct, frozen=True, tag="done"):
-    """The run ended. ``kind`` is ok, throw, timeout, memory or ceiling."""
+    """The run ended. ``kind`` is ok, throw, timeout, memory, ceiling, or handle (the
+    program returned a request handler and its isolate is now retained)."""
 
     run_id: int
     kind: str

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from . import _texts
-from ._faults import ExecutorError, WorkerCrashed
+from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._outcome import Outcome
 from ._protocol import (
     FRAME_HEADER,
@@ -32,8 +32,10 @@ from ._protocol import (
     ChildMessage,
     Done,
     Fetch,
+    Invoke,
     Ready,
     Recycle,
+    Release,
     Reply,
     Run,
     Shutdown,
@@ -69,9 +71,9 @@ class SpawnSettings:
 
 @dataclass
 class ActiveRun:
-    """One run in flight on a worker, as the host sees it."""
+    """One run (or one invocation of a retained handler) in flight on a worker."""
 
-    msg: Run
+    msg: Run | Invoke
     future: asyncio.Future[Outcome]
     on_call: Callable[[Call], Awaitable[str]]
     on_fetch: Callable[[Fetch], Awaitable[str]]
@@ -113,6 +115,8 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backstop: asyncio.TimerHandle | None = None
         self.pid: int | None = None
+        self.retained: int | None = None
+        """The run id whose isolate this child keeps for handle invocations, if any."""
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -337,9 +341,31 @@ class Worker:
             result, error = None, "The program's result arrived unreadable."
         else:
             error = done.error
-        if not active.future.done():
-            active.future.set_result(Outcome(result=result, error=error, logs=list(done.logs)))
+        if done.kind == "lost":
+            if not active.future.done():
+                active.future.set_exception(HandleLost("The retained isolate is gone."))
+            self.retained = None
+        elif not active.future.done():
+            handle = str(done.run_id) if done.kind == "handle" else None
+            active.future.set_result(
+                Outcome(result=result, error=error, logs=list(done.logs), handle=handle)
+            )
+        if done.kind == "handle":
+            self.retained = done.run_id
+            return  # the child stays with its retained isolate: not idle
+        if isinstance(active.msg, Invoke) and done.kind in ("timeout", "memory"):
+            self.retained = None  # the child dropped the isolate after the bound
+        if self.retained is None and self.alive:
+            self.on_idle(self)
+
+    def release(self) -> None:
+        """Dispose the retained isolate; the child serves ordinary runs again."""
+        if self.retained is None:
+            return
+        handle_id, self.retained = self.retained, None
         if self.alive:
+            with contextlib.suppress(Exception):
+                self._write(Release(handle_id))
             self.on_idle(self)
 
     def _finish(self, active: ActiveRun) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py_mini_racer import MiniRacer
+from py_mini_racer import JSPromise, MiniRacer
 
 from codemode.stdlib import MODULES, sources
 
@@ -95,6 +95,7 @@ _LOADER_JS = r"""
   }
   defineData('__stdlibLogs', logs);
   defineData('__stdlibRequire', require);
+  defineData('__stdlibLoaded', () => Object.keys(cache));
 })
 """
 
@@ -159,16 +160,16 @@ def isolate(*, host_fetch_js: str | None = None) -> Iterator[MiniRacer]:
 def run_async(mr: MiniRacer, body: str, *, timeout_s: float = 30.0) -> Any:
     """Run ``body`` as the body of an async function; return its JSON-serialised result."""
     promise = mr.eval(f"(async () => JSON.stringify(await (async () => {{ {body} }})()))()")
+    if not isinstance(promise, JSPromise):  # pragma: no cover - an async function always is one
+        raise TypeError("expected a promise from the isolate")
     text = promise.get(timeout=timeout_s)
-    return None if text is None else json.loads(text)
+    return json.loads(text) if isinstance(text, str) else None
 
 
 def conformance_dir() -> Path | None:
     """Where the conformance data lives, or ``None`` when it is absent."""
     env = os.environ.get("CODEMODE_CONFORMANCE_DIR")
-    root = Path(env) if env else Path(__file__).resolve().parent.parent.parent / "shared" / (
-        "conformance"
-    )
+    root = Path(env) if env else Path(__file__).resolve().parent.parent.parent / "shared" / ("conformance")
     return root if root.is_dir() else None
 
 
@@ -221,12 +222,9 @@ const cmp = (obj, expected, keys) => {
   }
   return '';
 };
-""" % _MAX_FAILURES_SHOWN
+""".replace("%d", str(_MAX_FAILURES_SHOWN))
 
-_URL_KEYS = (
-    "['href','protocol','username','password','host','hostname','port','pathname','search',"
-    "'hash']"
-)
+_URL_KEYS = "['href','protocol','username','password','host','hostname','port','pathname','search','hash']"
 
 _DRIVERS: dict[str, str] = {
     "urltestdata": r"""
@@ -428,13 +426,13 @@ def run_all(
 def format_table(results: list[FileResult]) -> str:
     """The results as a fixed-width text table."""
     rows = [("file", "passed", "failed", "total", "percent")]
-    rows += [
-        (r.name, str(r.passed), str(r.failed), str(r.total), f"{r.percent:.2f}%") for r in results
-    ]
+    rows += [(r.name, str(r.passed), str(r.failed), str(r.total), f"{r.percent:.2f}%") for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
-        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
-                  enumerate(zip(row, widths, strict=True)))
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
         for row in rows
     ]
     return "\n".join(lines)

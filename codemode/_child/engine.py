@@ -63,7 +63,7 @@ class Isolate:
         factory: Any = await ctx.eval_cancelable(runtime_source())
         api: Any = await ctx.call_function_cancelable(factory, bell, config_json)
         # The isolate is idle here, so these synchronous reads cannot block on it.
-        start, pump, feed, inbound, journal = api[0], api[1], api[2], api[3], api[4]
+        start, pump, feed, inbound, journal, invoke = (api[i] for i in range(6))
         self._inbound: memoryview = inbound
         self._journal: memoryview = journal
         self._journal_read = 0
@@ -74,8 +74,9 @@ class Isolate:
         self._start = ctx._python_to_value_handle(start)
         self._pump = ctx._python_to_value_handle(pump)
         self._feed = ctx._python_to_value_handle(feed)
+        self._invoke = ctx._python_to_value_handle(invoke)
         # Keep the Python wrappers alive as long as their raw handles are used.
-        self._handles = [argv, start, pump, feed]
+        self._handles = [argv, start, pump, feed, invoke]
 
     def _ring(self, value_handle: Any) -> None:
         # The notification's argument array is never read: reading needs the isolate.
@@ -110,6 +111,10 @@ class Isolate:
         """Start the program: ``payload_json`` is ``[code, providers, network]``."""
         await self._write(payload_json, self._start)
 
+    async def invoke(self, payload_json: str) -> None:
+        """Call the retained handler: ``payload_json`` is ``[plain_request, network]``."""
+        await self._write(payload_json, self._invoke)
+
     async def pump(self, inbox_json: str) -> str:
         """Deliver replies and take the outbox (one JSON array, or '')."""
         out = await self._write(inbox_json, self._pump)
@@ -132,7 +137,8 @@ class Isolate:
 
     def journal_full(self) -> bool:
         """Whether later messages wait in the outbox (taken with :meth:`pump`)."""
-        return struct.unpack_from("<i", self._journal, 8)[0] == 1
+        (full,) = struct.unpack_from("<i", self._journal, 8)
+        return bool(full == 1)
 
     async def responsive(self, within_s: float) -> bool:
         """Whether the engine still answers (after a cancel it may be wedged for good)."""

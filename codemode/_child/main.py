@@ -39,8 +39,10 @@ from .._protocol import (
     Done,
     Fetch,
     HostMessage,
+    Invoke,
     Ready,
     Recycle,
+    Release,
     Reply,
     Run,
     Shutdown,
@@ -106,13 +108,15 @@ def _texts_for(max_message_bytes: int) -> dict[str, str]:
         "runEnded": "This run has already ended; nothing more can leave it.",
         "networkDisabled": _texts.NETWORK_DISABLED,
         "timerFlood": f"Too many pending timers: a run may keep at most {MAX_TIMERS}.",
+        "handlerResponse": "The request handler must return (or resolve to) a Response.",
+        "responseCeiling": _texts.message_ceiling_text("response", max_message_bytes),
     }
 
 
 class RunState:
     """Everything one run owns in the child; discarded with its isolate."""
 
-    def __init__(self, msg: Run, isolate: Any) -> None:
+    def __init__(self, msg: Run | Invoke, isolate: Any) -> None:
         self.msg = msg
         self.isolate = isolate
         self.logs: list[LogEntry] = []
@@ -144,8 +148,9 @@ class Child:
         self.stdlib_modules: dict[str, list[str]] = {}
         self.stdlib_sources: dict[str, str] = {}
         self.loop: asyncio.AbstractEventLoop
-        self.runs: asyncio.Queue[Run] = asyncio.Queue()
+        self.runs: asyncio.Queue[Run | Invoke | Release] = asyncio.Queue()
         self.closing: set[asyncio.Task[None]] = set()
+        self.retained: dict[int, Any] = {}
 
     async def serve_forever(self) -> None:
         """Runs are served strictly one after another: run N+1 starts only after run N's
@@ -153,7 +158,13 @@ class Child:
         run queued behind it (the host may hand that run to another child)."""
         while True:
             msg = await self.runs.get()
-            await self.serve(msg)
+            if isinstance(msg, Release):
+                isolate = self.retained.pop(msg.handle_id, None)
+                if isolate is not None:
+                    await self.close_isolate(isolate)
+                    self.prepare_spare()
+            else:
+                await self.serve(msg)
 
     # ---- framing ------------------------------------------------------------------
 
@@ -182,7 +193,7 @@ class Child:
 
     def handle(self, message: HostMessage) -> None:
         match message:
-            case Run():
+            case Run() | Invoke() | Release():
                 self.runs.put_nowait(message)
             case Reply(run_id=run_id, call_id=call_id, body=body):
                 state = self.run
@@ -253,21 +264,30 @@ class Child:
 
     # ---- one run ------------------------------------------------------------------
 
-    async def serve(self, msg: Run) -> None:
+    async def serve(self, msg: Run | Invoke) -> None:
         if FAULT == "garbage-frame":
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
-        isolate = await self.take_isolate()
+        if isinstance(msg, Invoke):
+            isolate = self.retained.get(msg.handle_id)
+            if isolate is None:
+                self.send(Done(msg.run_id, "lost", error="The retained isolate is gone."))
+                return
+            payload = msgspec.json.encode([msgspec.json.decode(msg.request_json), msg.network]).decode()
+            begin = isolate.invoke
+        else:
+            isolate = await self.take_isolate()
+            payload = msgspec.json.encode(
+                [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network, msg.retain]
+            ).decode()
+            begin = isolate.start
         state = RunState(msg, isolate)
         self.run = state
         isolate.on_bell = state.wake.set
-        payload = msgspec.json.encode(
-            [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network]
-        ).decode()
         pumper = asyncio.ensure_future(self.pump_loop(state))
         clock = asyncio.ensure_future(self.clock(state))
         watcher = asyncio.ensure_future(self.watch_memory(state))
-        state.start_task = asyncio.ensure_future(isolate.start(payload))
+        state.start_task = asyncio.ensure_future(begin(payload))
         state.start_task.add_done_callback(lambda t: self._start_done(state, t))
         await state.finished.wait()
         for task in (pumper, clock, watcher):
@@ -358,6 +378,8 @@ class Child:
             elif tag == "e":
                 kind = m[2] if m[2] in ("ceiling", "memory") else "throw"
                 self.finish(state, kind, error=m[1])
+            elif tag == "h" and isinstance(state.msg, Run) and state.msg.retain:
+                self.finish(state, "handle")
 
     def open_call(self, state: RunState, call_id: int) -> None:
         if not state.open_calls and not state.msg.count_host_waits:
@@ -400,15 +422,26 @@ class Child:
         state.finished.set()
 
     async def dispose(self, state: RunState) -> None:
-        """Stop what still runs, and dispose the isolate, or exit if the engine wedged."""
+        """Stop what still runs, and dispose the isolate, or exit if the engine wedged.
+
+        A retained isolate (a run that returned a request handler, or an invocation of
+        one) is kept, unless its invocation hit a bound: then it is dropped."""
         self.run = None
         isolate = state.isolate
+        if state.kind == "handle":
+            self.retained[state.msg.run_id] = isolate
+            self.prepare_spare()
+            return
+        if isinstance(state.msg, Invoke) and state.kind not in ("timeout", "memory"):
+            return
         start_task = state.start_task
         stopped = start_task is None or start_task.done()
         if not stopped and start_task is not None:
             start_task.cancel()  # mini-racer cancels the V8 task: TerminateExecution
             with_timeout = asyncio.wait({start_task}, timeout=WEDGE_PROBE_S)
             await with_timeout
+        if isinstance(state.msg, Invoke):
+            self.retained.pop(state.msg.handle_id, None)
         if (state.kind in ("timeout", "memory") or not stopped) and not await isolate.responsive(
             WEDGE_PROBE_S
         ):

@@ -465,7 +465,15 @@
     send(msg);
   };
 
+  const isHandler = (v) => typeof v === 'function' ||
+    (v !== null && typeof v === 'object' && typeof v.fetch === 'function');
   const succeed = (value) => {
+    if (retain && handler === null && isHandler(value)) {
+      // The run returned a request handler: keep this isolate alive for invocations.
+      handler = value;
+      finish(['h']);
+      return;
+    }
     let text;
     try {
       text = encodeResult(value);
@@ -491,9 +499,12 @@
   };
 
   // ---- start ---------------------------------------------------------------------
+  let retain = false;
+  let handler = null;
   const start = () => {
-    const [code, providers, net] = JSONparse(takeFed());
+    const [code, providers, net, keep] = JSONparse(takeFed());
     network = net;
+    retain = keep === true;
     for (let i = 0; i < providers.length; i++) {
       const [name, tools] = providers[i];
       define(name, makeProvider(name, tools));
@@ -524,6 +535,51 @@
     then(PromiseResolve(value), succeed, fail);
   };
 
+  // ---- invocations of a retained handler -----------------------------------------
+  // Each invocation is a run of its own: its own clock (kept by the host), logs and
+  // unhandled rejections; state the program keeps in its closures survives between them.
+  // Timers that come due between invocations are dropped.
+  const invoke = () => {
+    const [plain, net] = JSONparse(takeFed());
+    network = net;
+    finished = false;
+    logCount = 0;
+    logsDropped = 0;
+    unhandled.clear();
+    let pendingResponse;
+    try {
+      const init = { method: plain.method, headers: plain.headers };
+      if (plain.body !== null && plain.method !== 'GET' && plain.method !== 'HEAD') {
+        init.body = decodeBody(plain.body);
+      }
+      const request = new G.Request(plain.url, init);
+      pendingResponse = typeof handler === 'function'
+        ? handler(request) : handler.fetch(request);
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    then(PromiseResolve(pendingResponse), (response) => {
+      if (!(response instanceof G.Response)) {
+        fail(new TypeErrorCtor(texts.handlerResponse));
+        return;
+      }
+      const headers = [];
+      response.headers.forEach((value, name) => { ReflectApply(ArrayPush, headers, [[name, value]]); });
+      then(response.arrayBuffer(), (buffer) => {
+        const body = encodeBody(new Uint8Array(buffer));
+        const text = JSONstringify({
+          status: response.status, statusText: response.statusText, headers, body,
+        });
+        if (text.length > maxMessage) {
+          finish(['e', texts.responseCeiling, 'ceiling']);
+          return;
+        }
+        finish(['d', text]);
+      }, fail);
+    }, fail);
+  };
+
   // ---- warm-up -------------------------------------------------------------------
   // Walk the hot paths once while the child is idle, so the caller's run does not pay
   // for compiling them (V8 compiles functions lazily, and a fresh isolate has no cache).
@@ -539,5 +595,5 @@
     ReflectApply(MapDelete, pending, [0]);
   }
 
-  return [start, pump, feed, inboundSab, journalSab];
+  return [start, pump, feed, inboundSab, journalSab, invoke];
 }

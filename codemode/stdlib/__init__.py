@@ -68,10 +68,7 @@ MODULES: dict[str, tuple[str, ...]] = {
 def sources() -> dict[str, str]:
     """Return module id -> JavaScript source, read once from the package files."""
     root = resources.files(__package__).joinpath("js")
-    return {
-        module_id: root.joinpath(f"{module_id}.js").read_text(encoding="utf-8")
-        for module_id in MODULES
-    }
+    return {module_id: root.joinpath(f"{module_id}.js").read_text(encoding="utf-8") for module_id in MODULES}
 
 
 def global_names() -> tuple[str, ...]:

@@ -32,8 +32,17 @@ from typing import Any
 _BEGIN = "// BEGIN GENERATED TABLES"
 _END = "// END GENERATED TABLES"
 _BIDI_CLASS = {
-    "L": "L", "R": "R", "AL": "A", "AN": "N", "EN": "E", "ES": "S", "CS": "C", "ET": "T",
-    "ON": "O", "BN": "B", "NSM": "M",
+    "L": "L",
+    "R": "R",
+    "AL": "A",
+    "AN": "N",
+    "EN": "E",
+    "ES": "S",
+    "CS": "C",
+    "ET": "T",
+    "ON": "O",
+    "BN": "B",
+    "NSM": "M",
 }
 
 
@@ -49,7 +58,7 @@ def _b36(n: int) -> str:
 
 
 def _map_table(uts46: Any) -> str:
-    starts = list(uts46.uts46_starts) + [0x110000]
+    starts = [*uts46.uts46_starts, 0x110000]
     statuses = bytes(uts46.uts46_statuses)
     repls = uts46.uts46_replacements
     # Expand to (start, end, kind, replacement) and merge.

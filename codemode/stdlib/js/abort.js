@@ -90,6 +90,10 @@
   const addAlgorithm = AbortSignal._add, isSignal = AbortSignal._is;
   delete AbortSignal._abort; delete AbortSignal._steps; delete AbortSignal._add; delete AbortSignal._is;
   events.defineEventHandler(AbortSignal.prototype, 'abort');
+  Object.defineProperty(AbortSignal.prototype, Symbol.for('nodejs.util.inspect.custom'), {
+    value(depth, options, inspect) { return `AbortSignal ${inspect({ aborted: this.aborted }, options)}`; },
+    writable: true, configurable: true,
+  });
   Object.defineProperty(AbortSignal.prototype, Symbol.toStringTag, { value: 'AbortSignal', configurable: true });
 
   class AbortController {

@@ -93,6 +93,13 @@
     Object.defineProperty(Event.prototype, name, d);
   }
   Object.defineProperty(Event.prototype, Symbol.toStringTag, { value: 'Event', configurable: true });
+  Object.defineProperty(Event.prototype, Symbol.for('nodejs.util.inspect.custom'), {
+    value(depth, options, inspect) {
+      const name = this[Symbol.toStringTag];
+      return `${name} ${inspect({ type: this.type, defaultPrevented: this.defaultPrevented, cancelable: this.cancelable, timeStamp: this.timeStamp }, options)}`;
+    },
+    writable: true, configurable: true,
+  });
 
   class CustomEvent extends Event {
     #detail;

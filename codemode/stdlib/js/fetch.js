@@ -1,1 +1,604 @@
-(host) => ({})
+// Headers, Request, Response and fetch (Fetch Standard, https://fetch.spec.whatwg.org/).
+// fetch() builds a Request, serves data: URLs inside the isolate, and hands http(s) requests to
+// host.fetch as plain data ({method, url, headers, body, redirect}); the host follows redirects
+// and applies the execution's outbound policy. A host rejection becomes fetch's TypeError with the
+// same message. There is no CORS, no cache, no cookies and no forbidden-header filtering (as in
+// other server runtimes): the host side owns the network.
+(host) => {
+  'use strict';
+  const INTERNAL = Symbol.for('codemode.stdlib.internal');
+  const { URL, URLSearchParams } = host.require('url');
+  const urls = host.require('url')[INTERNAL];
+  const blobs = host.require('blob')[INTERNAL];
+  const enc = host.require('encoding')[INTERNAL];
+  const hostFetch = host.fetch;
+  const inspectCustom = Symbol.for('nodejs.util.inspect.custom');
+  const isView = ArrayBuffer.isView;
+  const abByteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+  const isArrayBuffer = (v) => { try { abByteLength.call(v); return true; } catch { return false; } };
+  const lazy = (id) => { let m = null; return () => (m === null ? (m = host.require(id)) : m); };
+  const streamsMod = lazy('streams');
+  const formdataMod = lazy('formdata');
+  const abortMod = lazy('abort');
+  const ILLEGAL = {};
+
+  // ---- lexical helpers ----------------------------------------------------------------------
+
+  const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  const isToken = (s) => TOKEN.test(s);
+  const HTTP_WS = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+  const normalizeValue = (v) => v.replace(HTTP_WS, '');
+  const toByteString = (v, what) => {
+    const s = String(v);
+    for (let i = 0; i < s.length; i++) {
+      if (s.charCodeAt(i) > 0xff) throw new TypeError(`${what}: '${s}' is not a valid ByteString.`);
+    }
+    return s;
+  };
+
+  // ---- MIME types (MIME Sniffing Standard) --------------------------------------------------
+
+  const QUOTED_OK = (c) => c === 0x09 || (c >= 0x20 && c <= 0x7e) || (c >= 0x80 && c <= 0xff);
+  function parseMimeType(input) {
+    const s = input.replace(HTTP_WS, '');
+    let p = 0;
+    const until = (stop) => { const start = p; while (p < s.length && !stop.includes(s[p])) p++; return s.slice(start, p); };
+    const type = until('/');
+    if (type === '' || !isToken(type) || p >= s.length) return null;
+    p++;
+    let subtype = until(';').replace(/[\t\n\r ]+$/, '');
+    if (subtype === '' || !isToken(subtype)) return null;
+    const record = { type: type.toLowerCase(), subtype: subtype.toLowerCase(), parameters: new Map() };
+    while (p < s.length) {
+      p++; // ';'
+      while (p < s.length && '\t\n\r '.includes(s[p])) p++;
+      const name = until(';=').toLowerCase();
+      if (p < s.length) {
+        if (s[p] === ';') continue;
+        p++; // '='
+      }
+      if (p >= s.length) break;
+      let value;
+      if (s[p] === '"') {
+        value = '';
+        p++;
+        for (;;) {
+          value += until('"\\');
+          if (p >= s.length) break;
+          const q = s[p];
+          p++;
+          if (q === '\\') {
+            if (p >= s.length) { value += '\\'; break; }
+            value += s[p]; p++;
+          } else break;
+        }
+        until(';');
+      } else {
+        value = until(';').replace(/[\t\n\r ]+$/, '');
+        if (value === '') continue;
+      }
+      let ok = name !== '' && isToken(name) && !record.parameters.has(name);
+      for (let i = 0; ok && i < value.length; i++) ok = QUOTED_OK(value.charCodeAt(i));
+      if (ok) record.parameters.set(name, value);
+    }
+    return record;
+  }
+  function serializeMimeType(r) {
+    let out = `${r.type}/${r.subtype}`;
+    for (const [name, value] of r.parameters) {
+      out += `;${name}=`;
+      out += value !== '' && isToken(value) ? value : `"${value.replace(/(["\\])/g, '\\$1')}"`;
+    }
+    return out;
+  }
+
+  // ---- Headers ------------------------------------------------------------------------------
+
+  class Headers {
+    #list = []; // [lowercase name, value]
+    #guard = 'none';
+    constructor(init = undefined) {
+      if (init === ILLEGAL) return;
+      if (init !== undefined && init !== null) fill(this, init);
+      else if (init === null) throw new TypeError("Failed to construct 'Headers': The provided value is not of type '(record<ByteString, ByteString> or sequence<sequence<ByteString>>)'.");
+    }
+    #check(name, value) {
+      if (!isToken(name)) throw new TypeError(`Headers: '${name}' is not a valid HTTP header field name.`);
+      if (value !== undefined && /[\0\r\n]/.test(value)) throw new TypeError(`Headers: '${value}' is not a valid HTTP header field value.`);
+      if (this.#guard === 'immutable') throw new TypeError('Headers are immutable.');
+    }
+    append(name, value) {
+      if (arguments.length < 2) throw new TypeError("Failed to execute 'append' on 'Headers': 2 arguments required.");
+      name = toByteString(name, 'Headers.append'); value = normalizeValue(toByteString(value, 'Headers.append'));
+      this.#check(name, value);
+      this.#list.push([name.toLowerCase(), value]);
+    }
+    delete(name) {
+      name = toByteString(name, 'Headers.delete');
+      this.#check(name);
+      const lower = name.toLowerCase();
+      this.#list = this.#list.filter(([n]) => n !== lower);
+    }
+    get(name) {
+      name = toByteString(name, 'Headers.get');
+      if (!isToken(name)) throw new TypeError(`Headers: '${name}' is not a valid HTTP header field name.`);
+      const lower = name.toLowerCase();
+      const values = this.#list.filter(([n]) => n === lower).map(([, v]) => v);
+      return values.length ? values.join(', ') : null;
+    }
+    getSetCookie() { return this.#list.filter(([n]) => n === 'set-cookie').map(([, v]) => v); }
+    has(name) {
+      name = toByteString(name, 'Headers.has');
+      if (!isToken(name)) throw new TypeError(`Headers: '${name}' is not a valid HTTP header field name.`);
+      const lower = name.toLowerCase();
+      return this.#list.some(([n]) => n === lower);
+    }
+    set(name, value) {
+      if (arguments.length < 2) throw new TypeError("Failed to execute 'set' on 'Headers': 2 arguments required.");
+      name = toByteString(name, 'Headers.set'); value = normalizeValue(toByteString(value, 'Headers.set'));
+      this.#check(name, value);
+      const lower = name.toLowerCase();
+      const i = this.#list.findIndex(([n]) => n === lower);
+      if (i === -1) { this.#list.push([lower, value]); return; }
+      this.#list[i] = [lower, value];
+      this.#list = this.#list.filter(([n], j) => j <= i || n !== lower);
+    }
+    #sorted() {
+      const names = [...new Set(this.#list.map(([n]) => n))].sort();
+      const out = [];
+      for (const n of names) {
+        if (n === 'set-cookie') for (const v of this.getSetCookie()) out.push([n, v]);
+        else out.push([n, this.get(n)]);
+      }
+      return out;
+    }
+    forEach(callback, thisArg = undefined) {
+      if (typeof callback !== 'function') throw new TypeError("Failed to execute 'forEach' on 'Headers': parameter 1 is not of type 'Function'.");
+      for (const [n, v] of this.#sorted()) callback.call(thisArg, v, n, this);
+    }
+    *entries() { yield* this.#sorted(); }
+    *keys() { for (const [n] of this.#sorted()) yield n; }
+    *values() { for (const [, v] of this.#sorted()) yield v; }
+    [inspectCustom](depth, options, inspect) {
+      const obj = {};
+      for (const [n, v] of this.#sorted()) obj[n] = v;
+      return `Headers ${inspect(obj, options)}`;
+    }
+    static _guard(h, g) { h.#guard = g; }
+    static _list(h) { return h.#list; }
+  }
+  const setGuard = Headers._guard, headerList = Headers._list;
+  delete Headers._guard; delete Headers._list;
+  Object.defineProperty(Headers.prototype, Symbol.iterator, { value: Headers.prototype.entries, writable: true, configurable: true });
+  Object.defineProperty(Headers.prototype, inspectCustom, { enumerable: false });
+  Object.defineProperty(Headers.prototype, Symbol.toStringTag, { value: 'Headers', configurable: true });
+
+  function fill(headers, init) {
+    if (typeof init !== 'object' && typeof init !== 'function') throw new TypeError("Failed to construct 'Headers': The provided value is not of type '(record<ByteString, ByteString> or sequence<sequence<ByteString>>)'.");
+    if (init instanceof Headers) { for (const [n, v] of headerList(init)) headers.append(n, v); return; }
+    if (typeof init[Symbol.iterator] === 'function') {
+      for (const pair of init) {
+        const items = typeof pair === 'string' || pair == null || typeof pair[Symbol.iterator] !== 'function' ? null : Array.from(pair);
+        if (items === null || items.length !== 2) throw new TypeError("Failed to construct 'Headers': Invalid value");
+        headers.append(items[0], items[1]);
+      }
+      return;
+    }
+    for (const key of Reflect.ownKeys(init)) {
+      if (typeof key === 'symbol') continue;
+      const d = Reflect.getOwnPropertyDescriptor(init, key);
+      if (d && d.enumerable) headers.append(key, init[key]);
+    }
+  }
+  const newHeaders = (list, guard) => {
+    const h = new Headers(ILLEGAL);
+    for (const [n, v] of list) headerList(h).push([String(n).toLowerCase(), String(v)]);
+    setGuard(h, guard);
+    return h;
+  };
+
+  // ---- bodies -------------------------------------------------------------------------------
+
+  // A body is { bytes: Uint8Array|null, stream: ReadableStream|null, used: boolean }.
+  function extractBody(init, keepalive) {
+    void keepalive;
+    if (typeof init === 'string') return { body: { bytes: enc.utf8Encode(init), stream: null, used: false }, type: 'text/plain;charset=UTF-8' };
+    if (init instanceof URLSearchParams) return { body: { bytes: enc.utf8Encode(init.toString()), stream: null, used: false }, type: 'application/x-www-form-urlencoded;charset=UTF-8' };
+    if (blobs.isBlob(init)) return { body: { bytes: blobs.bytesOf(init), stream: null, used: false }, type: init.type || null };
+    if (isView(init)) return { body: { bytes: new Uint8Array(init.buffer, init.byteOffset, init.byteLength).slice(), stream: null, used: false }, type: null };
+    if (isArrayBuffer(init)) return { body: { bytes: new Uint8Array(init).slice(), stream: null, used: false }, type: null };
+    if (init !== null && typeof init === 'object' && init.constructor && init[Symbol.toStringTag] === 'FormData' && init instanceof formdataMod().FormData) {
+      const { bytes, type } = formdataMod()[INTERNAL].serializeMultipart(init);
+      return { body: { bytes, stream: null, used: false }, type };
+    }
+    if (init !== null && typeof init === 'object' && init[Symbol.toStringTag] === 'ReadableStream' && init instanceof streamsMod().ReadableStream) {
+      if (init.locked || streamsMod()[INTERNAL].isDisturbed(init)) throw new TypeError('The body stream is locked or disturbed.');
+      return { body: { bytes: null, stream: init, used: false }, type: null };
+    }
+    return extractBody(String(init));
+  }
+  function bodyStream(body) {
+    if (body.stream === null) {
+      const bytes = body.bytes;
+      body.stream = new (streamsMod().ReadableStream)({
+        type: 'bytes',
+        start(c) { if (bytes.length) c.enqueue(bytes.slice()); c.close(); },
+      });
+    }
+    return body.stream;
+  }
+  const bodyUsed = (body) => body !== null && (body.used || (body.stream !== null && streamsMod()[INTERNAL].isDisturbed(body.stream)));
+  async function consume(body) {
+    if (body === null) return new Uint8Array(0);
+    if (bodyUsed(body)) throw new TypeError('Body is unusable: Body has already been read');
+    if (body.stream !== null) {
+      if (body.stream.locked) throw new TypeError('Body is unusable: Body stream is locked');
+      return streamsMod()[INTERNAL].readAll(body.stream);
+    }
+    body.used = true;
+    return body.bytes;
+  }
+  function cloneBody(body) {
+    if (body === null) return null;
+    if (bodyUsed(body) || (body.stream !== null && body.stream.locked)) throw new TypeError('Body has already been used or is locked; it cannot be cloned.');
+    if (body.stream === null) return { bytes: body.bytes, stream: null, used: false };
+    const [a, b] = body.stream.tee();
+    body.stream = a;
+    return { bytes: null, stream: b, used: false };
+  }
+
+  // The Body mixin, installed on Request.prototype and Response.prototype.
+  function installBody(proto, getState) {
+    const defs = {
+      body: { get() { const s = getState(this); return s.body === null ? null : bodyStream(s.body); } },
+      bodyUsed: { get() { return bodyUsed(getState(this).body); } },
+      arrayBuffer: { value() { return consume(getState(this).body).then((b) => b.slice().buffer); } },
+      bytes: { value() { return consume(getState(this).body).then((b) => b.slice()); } },
+      text: { value() { return consume(getState(this).body).then((b) => enc.utf8Decode(b)); } },
+      json: { value() { return consume(getState(this).body).then((b) => JSON.parse(enc.utf8Decode(b))); } },
+      blob: {
+        value() {
+          const s = getState(this);
+          return consume(s.body).then((b) => blobs.fromBytes(b.slice(), s.headers.get('content-type') || ''));
+        },
+      },
+      formData: {
+        value() {
+          const s = getState(this);
+          return consume(s.body).then((b) => {
+            const mime = parseMimeType(s.headers.get('content-type') || '');
+            const { FormData } = formdataMod();
+            if (mime && mime.type === 'multipart' && mime.subtype === 'form-data' && mime.parameters.has('boundary')) {
+              return formdataMod()[INTERNAL].parseMultipart(b, mime.parameters.get('boundary'));
+            }
+            if (mime && mime.type === 'application' && mime.subtype === 'x-www-form-urlencoded') {
+              const fd = new FormData();
+              for (const [n, v] of urls.parseForm(enc.utf8DecodeNoBOM(b))) fd.append(n, v);
+              return fd;
+            }
+            throw new TypeError('Could not parse content as FormData.');
+          });
+        },
+      },
+    };
+    for (const [k, d] of Object.entries(defs)) {
+      Object.defineProperty(proto, k, { ...d, configurable: true, enumerable: true, ...(d.value ? { writable: true } : {}) });
+    }
+  }
+
+  // ---- Request ------------------------------------------------------------------------------
+
+  const METHODS = new Map(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT'].map((m) => [m, m]));
+  const enumOf = (value, allowed, what) => {
+    const s = String(value);
+    if (!allowed.includes(s)) throw new TypeError(`Failed to construct 'Request': The provided value '${s}' is not a valid enum value of type ${what}.`);
+    return s;
+  };
+
+  const requestState = new WeakMap();
+  const stateOf = (map, what) => (obj) => {
+    const s = obj !== null && typeof obj === 'object' ? map.get(obj) : undefined;
+    if (s === undefined) throw new TypeError(`Illegal invocation: not a ${what}`);
+    return s;
+  };
+  const reqState = stateOf(requestState, 'Request');
+
+  class Request {
+    constructor(input, init = undefined) {
+      if (arguments.length === 0) throw new TypeError("Failed to construct 'Request': 1 argument required, but only 0 present.");
+      const opts = init == null ? {} : init;
+      let base;
+      if (input instanceof Request) {
+        base = reqState(input);
+      } else {
+        let url;
+        try { url = new URL(input); } catch { throw new TypeError(`Failed to construct 'Request': Invalid URL '${String(input)}'.`); }
+        if (url.username !== '' || url.password !== '') throw new TypeError(`Failed to construct 'Request': Request cannot be constructed from a URL that includes credentials: ${url.href}`);
+        base = null;
+        input = url.href;
+      }
+      const s = {
+        method: base ? base.method : 'GET',
+        url: base ? base.url : input,
+        headers: null,
+        body: null,
+        redirect: base ? base.redirect : 'follow',
+        mode: base ? base.mode : 'cors',
+        credentials: base ? base.credentials : 'same-origin',
+        cache: base ? base.cache : 'default',
+        referrer: base ? base.referrer : 'about:client',
+        referrerPolicy: base ? base.referrerPolicy : '',
+        integrity: base ? base.integrity : '',
+        keepalive: base ? base.keepalive : false,
+        signal: null,
+      };
+      if (opts.method !== undefined) {
+        const m = toByteString(opts.method, 'Request');
+        if (!isToken(m)) throw new TypeError(`Failed to construct 'Request': '${m}' is not a valid HTTP method.`);
+        const upper = m.toUpperCase();
+        if (upper === 'CONNECT' || upper === 'TRACE' || upper === 'TRACK') throw new TypeError(`Failed to construct 'Request': '${m}' HTTP method is unsupported.`);
+        s.method = METHODS.get(upper) || m;
+      }
+      if (opts.redirect !== undefined) s.redirect = enumOf(opts.redirect, ['follow', 'error', 'manual'], 'RequestRedirect');
+      if (opts.mode !== undefined) {
+        s.mode = enumOf(opts.mode, ['navigate', 'same-origin', 'no-cors', 'cors'], 'RequestMode');
+        if (s.mode === 'navigate') throw new TypeError("Failed to construct 'Request': Cannot construct a Request with a RequestInit whose mode member is set as 'navigate'.");
+      }
+      if (opts.credentials !== undefined) s.credentials = enumOf(opts.credentials, ['omit', 'same-origin', 'include'], 'RequestCredentials');
+      if (opts.cache !== undefined) s.cache = enumOf(opts.cache, ['default', 'no-store', 'reload', 'no-cache', 'force-cache', 'only-if-cached'], 'RequestCache');
+      if (opts.referrer !== undefined) s.referrer = opts.referrer === '' ? '' : String(opts.referrer);
+      if (opts.referrerPolicy !== undefined) s.referrerPolicy = String(opts.referrerPolicy);
+      if (opts.integrity !== undefined) s.integrity = String(opts.integrity);
+      if (opts.keepalive !== undefined) s.keepalive = !!opts.keepalive;
+      // Signal: follow the given one (or the input request's).
+      const { AbortSignal } = abortMod();
+      let parent = base ? base.signal : null;
+      if (opts.signal !== undefined) {
+        if (opts.signal !== null && !abortMod()[INTERNAL].isSignal(opts.signal)) throw new TypeError("Failed to construct 'Request': member signal is not of type AbortSignal.");
+        parent = opts.signal;
+      }
+      s.signal = parent ? AbortSignal.any([parent]) : abortMod()[INTERNAL].newSignal();
+      // Headers.
+      s.headers = new Headers(opts.headers !== undefined ? opts.headers : base ? base.headers : undefined);
+      // Body.
+      const inputBody = base ? base.body : null;
+      if ((opts.body !== undefined && opts.body !== null) || inputBody !== null) {
+        if (s.method === 'GET' || s.method === 'HEAD') throw new TypeError("Failed to construct 'Request': Request with GET/HEAD method cannot have body.");
+      }
+      if (opts.body !== undefined && opts.body !== null) {
+        const { body, type } = extractBody(opts.body, s.keepalive);
+        if (body.stream !== null && opts.duplex !== 'half') throw new TypeError("Failed to construct 'Request': The duplex member must be specified for a request with a streaming body");
+        s.body = body;
+        if (type !== null && !s.headers.has('content-type')) s.headers.append('content-type', type);
+      } else if (inputBody !== null) {
+        if (bodyUsed(inputBody)) throw new TypeError("Failed to construct 'Request': Cannot construct a Request with a Request object that has already been used.");
+        s.body = inputBody;
+        if (input instanceof Request) {
+          // The input request's body is taken over: reading it there now fails.
+          reqState(input).body = { bytes: null, stream: null, used: true };
+        }
+      }
+      requestState.set(this, s);
+    }
+    get method() { return reqState(this).method; }
+    get url() { return reqState(this).url; }
+    get headers() { return reqState(this).headers; }
+    get destination() { return ''; }
+    get referrer() {
+      const r = reqState(this).referrer;
+      return r === 'about:client' ? 'about:client' : r;
+    }
+    get referrerPolicy() { return reqState(this).referrerPolicy; }
+    get mode() { return reqState(this).mode; }
+    get credentials() { return reqState(this).credentials; }
+    get cache() { return reqState(this).cache; }
+    get redirect() { return reqState(this).redirect; }
+    get integrity() { return reqState(this).integrity; }
+    get keepalive() { return reqState(this).keepalive; }
+    get isReloadNavigation() { return false; }
+    get isHistoryNavigation() { return false; }
+    get signal() { return reqState(this).signal; }
+    get duplex() { return 'half'; }
+    clone() {
+      const s = reqState(this);
+      const copy = Object.create(Request.prototype);
+      const headers = new Headers(s.headers);
+      requestState.set(copy, { ...s, headers, body: cloneBody(s.body), signal: abortMod().AbortSignal.any([s.signal]) });
+      return copy;
+    }
+    [inspectCustom](depth, options, inspect) {
+      const s = reqState(this);
+      return `Request ${inspect({ method: s.method, url: s.url, headers: s.headers, body: s.body === null ? null : this.body, bodyUsed: this.bodyUsed, redirect: s.redirect, signal: s.signal }, options)}`;
+    }
+  }
+  installBody(Request.prototype, reqState);
+  Object.defineProperty(Request.prototype, inspectCustom, { enumerable: false });
+  Object.defineProperty(Request.prototype, Symbol.toStringTag, { value: 'Request', configurable: true });
+
+  // ---- Response -----------------------------------------------------------------------------
+
+  const responseState = new WeakMap();
+  const resState = stateOf(responseState, 'Response');
+  const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+  const REDIRECT = new Set([301, 302, 303, 307, 308]);
+
+  function initResponse(s, init, bodyWithType) {
+    const opts = init == null ? {} : init;
+    const status = opts.status === undefined ? 200 : Number(opts.status);
+    if (!Number.isInteger(status) || status < 200 || status > 599) throw new RangeError(`Failed to construct 'Response': The status provided (${opts.status}) is outside the range [200, 599].`);
+    const statusText = opts.statusText === undefined ? '' : toByteString(opts.statusText, 'Response');
+    if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(statusText)) throw new TypeError(`Failed to construct 'Response': Invalid statusText`);
+    s.status = status;
+    s.statusText = statusText;
+    if (opts.headers !== undefined) s.headers = new Headers(opts.headers);
+    if (bodyWithType !== null) {
+      if (NULL_BODY.has(status)) throw new TypeError(`Failed to construct 'Response': Response with null body status cannot have body`);
+      s.body = bodyWithType.body;
+      if (bodyWithType.type !== null && !s.headers.has('content-type')) s.headers.append('content-type', bodyWithType.type);
+    }
+  }
+  const newResponseState = () => ({ type: 'default', url: '', urlList: [], status: 200, statusText: '', headers: new Headers(), body: null, redirected: false });
+
+  class Response {
+    constructor(body = null, init = undefined) {
+      const s = newResponseState();
+      responseState.set(this, s);
+      initResponse(s, init, body === null || body === undefined ? null : extractBody(body));
+    }
+    static error() {
+      const r = Object.create(Response.prototype);
+      const s = { ...newResponseState(), type: 'error', status: 0 };
+      setGuard(s.headers, 'immutable');
+      responseState.set(r, s);
+      return r;
+    }
+    static redirect(url, status = 302) {
+      let parsed;
+      try { parsed = new URL(url); } catch { throw new TypeError(`Failed to execute 'redirect' on 'Response': Invalid URL '${String(url)}'.`); }
+      status = Number(status);
+      if (!REDIRECT.has(status)) throw new RangeError(`Failed to execute 'redirect' on 'Response': Invalid status code ${status}`);
+      const r = Object.create(Response.prototype);
+      const s = { ...newResponseState(), status };
+      s.headers.set('location', parsed.href);
+      setGuard(s.headers, 'immutable');
+      responseState.set(r, s);
+      return r;
+    }
+    static json(data, init = undefined) {
+      const text = JSON.stringify(data);
+      if (text === undefined) throw new TypeError("Failed to execute 'json' on 'Response': The data is not JSON serializable");
+      const r = Object.create(Response.prototype);
+      const s = newResponseState();
+      responseState.set(r, s);
+      initResponse(s, init, { body: { bytes: enc.utf8Encode(text), stream: null, used: false }, type: 'application/json' });
+      return r;
+    }
+    get type() { return resState(this).type; }
+    get url() { const u = resState(this).url; return u.includes('#') ? u.slice(0, u.indexOf('#')) : u; }
+    get redirected() { return resState(this).redirected; }
+    get status() { return resState(this).status; }
+    get ok() { const st = resState(this).status; return st >= 200 && st <= 299; }
+    get statusText() { return resState(this).statusText; }
+    get headers() { return resState(this).headers; }
+    clone() {
+      const s = resState(this);
+      const r = Object.create(Response.prototype);
+      const headers = new Headers(s.headers);
+      if (s.type === 'error' || s.headers === null) setGuard(headers, 'immutable');
+      responseState.set(r, { ...s, headers, body: cloneBody(s.body) });
+      return r;
+    }
+    [inspectCustom](depth, options, inspect) {
+      const s = resState(this);
+      return `Response ${inspect({ status: s.status, statusText: s.statusText, headers: s.headers, body: s.body === null ? null : this.body, bodyUsed: this.bodyUsed, ok: this.ok, redirected: s.redirected, type: s.type, url: this.url }, options)}`;
+    }
+  }
+  installBody(Response.prototype, resState);
+  Object.defineProperty(Response.prototype, inspectCustom, { enumerable: false });
+  Object.defineProperty(Response.prototype, Symbol.toStringTag, { value: 'Response', configurable: true });
+
+  // A response from the network (or a data: URL): any status, immutable headers.
+  function networkResponse({ status, statusText, headers, body, url, redirected }) {
+    const r = Object.create(Response.prototype);
+    const s = { ...newResponseState(), type: 'basic', status, statusText: statusText || '', url: url || '',
+      redirected: !!redirected, headers: newHeaders(headers, 'immutable'),
+      body: body === null ? null : { bytes: body, stream: null, used: false } };
+    responseState.set(r, s);
+    return r;
+  }
+
+  // ---- data: URLs (Fetch Standard, "data: URL processor") -----------------------------------
+
+  function processDataURL(href) {
+    const record = urls.basicParse(href, null);
+    let input = urls.serialize(record, true).slice(5);
+    const comma = input.indexOf(',');
+    if (comma === -1) return null;
+    let mimeType = input.slice(0, comma).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '');
+    input = input.slice(comma + 1);
+    let body = urls.percentDecode(input);
+    const m = /;[\x20]*base64$/i.exec(mimeType);
+    if (m) {
+      let s = '';
+      for (let i = 0; i < body.length; i++) s += String.fromCharCode(body[i]);
+      body = host.require('base64')[INTERNAL].forgivingDecode(s);
+      if (body === null) return null;
+      mimeType = mimeType.slice(0, m.index);
+    }
+    if (mimeType.startsWith(';')) mimeType = 'text/plain' + mimeType;
+    const parsed = parseMimeType(mimeType);
+    return { type: parsed === null ? 'text/plain;charset=US-ASCII' : serializeMimeType(parsed), body: body.slice() };
+  }
+
+  // ---- fetch --------------------------------------------------------------------------------
+
+  const networkError = (message, cause) => {
+    const e = new TypeError(message);
+    if (cause !== undefined) Object.defineProperty(e, 'cause', { value: cause, writable: true, configurable: true });
+    return e;
+  };
+
+  async function fetchImpl(request) {
+    const s = reqState(request);
+    const signal = s.signal;
+    if (signal.aborted) throw signal.reason;
+    const url = new URL(s.url);
+    const scheme = url.protocol.slice(0, -1);
+    if (scheme === 'data') {
+      const result = processDataURL(s.url);
+      if (result === null) throw networkError('Failed to fetch: invalid data: URL.');
+      return networkResponse({ status: 200, statusText: 'OK', headers: [['content-type', result.type]],
+        body: s.method === 'HEAD' ? null : result.body, url: s.url });
+    }
+    if (scheme !== 'http' && scheme !== 'https') {
+      throw networkError(`Failed to fetch: the '${scheme}:' scheme is not supported by this runtime.`);
+    }
+    let bodyBytes = null;
+    if (s.body !== null) bodyBytes = await consume(s.body);
+    const plain = {
+      method: s.method,
+      url: s.url,
+      headers: headerList(s.headers).map(([n, v]) => [n, v]),
+      body: bodyBytes,
+      redirect: s.redirect,
+    };
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const remove = abortMod()[INTERNAL].addAlgorithm(signal, (reason) => {
+        if (settled) return;
+        settled = true;
+        reject(reason);
+      });
+      let pending;
+      try { pending = Promise.resolve(hostFetch(plain)); } catch (e) { pending = Promise.reject(e); }
+      pending.then((res) => {
+        if (settled) return;
+        settled = true;
+        remove();
+        const status = Number(res.status);
+        const body = s.method === 'HEAD' || NULL_BODY.has(status) || res.body == null ? null
+          : res.body instanceof Uint8Array ? res.body : new Uint8Array(res.body);
+        resolve(networkResponse({ status, statusText: res.statusText, headers: res.headers || [], body,
+          url: res.url || s.url, redirected: res.redirected }));
+      }, (error) => {
+        if (settled) return;
+        settled = true;
+        remove();
+        const message = error !== null && typeof error === 'object' && 'message' in error ? String(error.message) : String(error);
+        reject(networkError(message));
+      });
+    });
+  }
+
+  function fetch(input, init = undefined) {
+    if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
+    let request;
+    try { request = new Request(input, init); } catch (e) { return Promise.reject(e); }
+    return fetchImpl(request);
+  }
+
+  return {
+    Headers, Request, Response, fetch,
+    [INTERNAL]: { parseMimeType, serializeMimeType, processDataURL },
+  };
+}

@@ -99,6 +99,7 @@
       for (const v of values) out.add(clone(v, memory));
       return out;
     }
+    if (value instanceof DOMException) return set(platformClone(value).value);
     if (value instanceof Error || objToString(value) === '[object Error]') {
       let name = 'Error';
       try { const n = value.name; if (ERROR_NAMES.has(n)) name = n; } catch { /* Error */ }

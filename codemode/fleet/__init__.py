@@ -1,0 +1,30 @@
+"""codemode as a fleet: producers enqueue execute jobs onto Redis, Celery workers run them.
+
+:class:`FleetExecutor` keeps the contract of :class:`codemode.IsolateExecutor` (the same
+``execute``, the same Outcome, the same faults, ``aclose()``/``dispose()``, ``async with``);
+tool calls and outbound requests travel back to the host that enqueued the job, on that
+job's reply channel in Redis, while the program runs.
+
+Layout::
+
+    _client.py     FleetExecutor: validate, admit, publish, wait
+    _session.py    the host's side of one job (reply channel, dispatch, policy, liveness)
+    _producer.py   publishing through Celery's send_task
+    _heartbeat.py  the host's heartbeat key
+    _jobrunner.py  the worker's side of one job (claim, lease, relay)
+    _runtime.py    the worker process's event loop, isolate pool and Redis client
+    _scripts.py    the Lua scripts: admission, claim, heartbeat, settle
+    _channel.py    reply channels: Redis lists with expiries
+    _wire.py       msgspec messages: the job and both channel directions
+    _keys.py       the keyspace and what expires when
+    _errors.py     Redis/kombu errors as BROKER_UNREACHABLE; the fleet's sentences
+    testing.py     a private redis-server and worker processes, for tests and benchmarks
+
+Settings come from ``broker_config`` (environment variables, ``CODEMODE_REDIS_URL`` first).
+"""
+
+from ._client import FleetExecutor
+from ._errors import BROKER_LOST_TEXT
+from ._runtime import WorkerRuntime
+
+__all__ = ["BROKER_LOST_TEXT", "FleetExecutor", "WorkerRuntime"]

@@ -1,0 +1,282 @@
+"""``FleetExecutor``: the in-process executor's contract, served by Celery workers over Redis.
+
+Moving from :class:`codemode.IsolateExecutor` changes the constructor and no call::
+
+    async with FleetExecutor(redis_url="redis://redis:6379/0") as executor:
+        outcome = await executor.execute(code, providers=..., dispatch=..., timeout=2_000)
+
+One ``execute``::
+
+    validate (INVALID_REQUEST) ─▶ admit in Redis (QUEUE_FULL, nothing enqueued)
+      ─▶ publish to Celery with ``expires`` ─▶ JobSession.wait(): serve tool calls and
+      outbound hops from the up channel until Finished (the Outcome) or a fault
+
+Every job of this executor shares one ``redis.asyncio`` connection pool and one host
+heartbeat key; the dispatch and the outbound policy run here, in the host, never in a worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from broker_config import BrokerSettings
+
+from .._config import (
+    DEFAULT_COUNT_HOST_WAITS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_TIMEOUT_MS,
+    UNSET,
+    Ceilings,
+    ExecutorConfig,
+)
+from .._faults import Disposed, InvalidRequest, QueueFull
+from .._outcome import Outcome
+from .._request import resolve_request
+from ._errors import BROKER_ERRORS, broker_unreachable
+from ._heartbeat import HostHeartbeat
+from ._keys import admission_key, host_key
+from ._producer import CeleryProducer
+from ._scripts import FleetScripts
+from ._session import JobSession
+from ._wire import JobSpec, Network
+
+__all__ = ["FleetExecutor"]
+
+EXPIRES_MARGIN_S = 1.0
+"""Celery's ``expires`` is the producer's clock; the start-by check in Redis is the
+authority, so Celery's own discard comes a little later."""
+
+
+def make_client(settings: BrokerSettings) -> aioredis.Redis:
+    """A ``redis.asyncio`` client with the fleet's socket settings and no silent retries."""
+    client: aioredis.Redis = aioredis.Redis.from_url(
+        settings.redis_url, retry=Retry(NoBackoff(), 0), **settings.redis_kwargs())
+    return client
+
+
+class FleetExecutor:
+    """Run programs on a fleet of Celery workers; the same ``execute`` as IsolateExecutor.
+
+    ``redis_url`` defaults to ``CODEMODE_REDIS_URL``. ``timeout``, ``count_host_waits``,
+    ``outbound``, ``modules``, ``max_message_bytes`` and ``ceilings`` mean what they mean
+    for :class:`codemode.IsolateExecutor`; ``memory_limit`` and the isolate pool are each
+    worker's own. Fleet-only: ``queue_timeout`` (ms a job may wait for a worker before it
+    fails with JOB_EXPIRED), ``max_jobs`` (the fleet-wide admission bound), ``queue``.
+    """
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        timeout: int = DEFAULT_TIMEOUT_MS,
+        count_host_waits: bool = DEFAULT_COUNT_HOST_WAITS,
+        outbound: Any = UNSET,
+        modules: Mapping[str, Any] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        ceilings: Ceilings | None = None,
+        queue_timeout: int | None = None,
+        max_jobs: int | None = None,
+        queue: str | None = None,
+        settings: BrokerSettings | None = None,
+    ) -> None:
+        overrides: dict[str, Any] = {}
+        if redis_url is not None:
+            overrides["redis_url"] = redis_url
+        if queue_timeout is not None:
+            overrides["queue_timeout_ms"] = queue_timeout
+        if max_jobs is not None:
+            overrides["fleet_max_jobs"] = max_jobs
+        if queue is not None:
+            overrides["queue"] = queue
+        try:
+            base = settings if settings is not None else BrokerSettings.from_env()
+            self.settings = dataclasses.replace(base, **overrides)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest(f"fleet settings: {exc}") from None
+        self.config = ExecutorConfig(
+            timeout_ms=timeout,
+            count_host_waits=count_host_waits,
+            max_message_bytes=max_message_bytes,
+            ceilings=ceilings or Ceilings(),
+        )
+        if outbound is not UNSET and outbound is not None and not callable(outbound):
+            raise InvalidRequest("outbound must be left out, None, or a callable policy.")
+        self._outbound = outbound
+        self._modules = modules
+        self.host_id = uuid.uuid4().hex
+        self._client: aioredis.Redis | None = None
+        self._scripts: FleetScripts | None = None
+        self._producer: CeleryProducer | None = None
+        self._heartbeat: HostHeartbeat | None = None
+        self._start_lock: asyncio.Lock | None = None
+        self._sessions: dict[str, tuple[JobSession, asyncio.Task[Outcome]]] = {}
+        self._disposed = False
+
+    # ---- life cycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> FleetExecutor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop: calls in flight fail with DISPOSED, their jobs are cancelled, the host's
+        heartbeat key is deleted and the connection pool closed."""
+        if self._disposed:
+            return
+        self._disposed = True
+        for session, task in list(self._sessions.values()):
+            task.cancel()
+            await session.abandon("The host's executor was disposed.")
+        if self._heartbeat is not None:
+            await self._heartbeat.stop()
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                await self._producer.close()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+
+    dispose = aclose
+
+    async def _ensure_started(self) -> tuple[aioredis.Redis, FleetScripts, CeleryProducer]:
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._disposed:
+                raise Disposed("The executor was disposed; create a new one to run more programs.")
+            if self._client is None:
+                self._client = make_client(self.settings)
+                self._scripts = FleetScripts(self._client)
+            assert self._scripts is not None
+            if self._heartbeat is None:
+                heartbeat = HostHeartbeat(self._client, host_key(self.settings.key_prefix,
+                                                                  self.host_id),
+                                          self.settings.host_ttl_ms)
+                try:
+                    await heartbeat.start()
+                except BROKER_ERRORS as exc:
+                    raise broker_unreachable(exc, doing="connecting", started=False) from None
+                self._heartbeat = heartbeat
+            if self._producer is None:
+                self._producer = CeleryProducer(self.settings)
+            return self._client, self._scripts, self._producer
+
+    # ---- execute --------------------------------------------------------------------
+
+    async def execute(
+        self,
+        code: Any = None,
+        *,
+        providers: Any = None,
+        dispatch: Any = None,
+        outbound: Any = UNSET,
+        modules: Any = UNSET,
+        timeout: Any = UNSET,
+        count_host_waits: Any = UNSET,
+        retain_handles: Any = False,
+    ) -> Outcome:
+        """Run one program on a worker; a program's failure comes back in ``Outcome.error``.
+
+        Raises :class:`codemode.ExecutorError` when the fleet could not serve the call:
+        QUEUE_FULL and BROKER_UNREACHABLE at submit (nothing enqueued), JOB_EXPIRED (queued
+        past ``queue_timeout``, never started), WORKER_CRASHED (``started=True``),
+        HOST_GONE, DISPOSED, INVALID_REQUEST.
+        """
+        if self._disposed:
+            raise Disposed("The executor was disposed; create a new one to run more programs.")
+        request = resolve_request(
+            self.config, code=code, providers=providers, dispatch=dispatch, outbound=outbound,
+            modules=modules, timeout=timeout, count_host_waits=count_host_waits,
+            retain_handles=retain_handles, default_outbound=self._outbound,
+            default_modules=self._modules,
+        )
+        if request.retain_handles:
+            raise InvalidRequest(
+                "retain_handles is served by the in-process executor only: a fleet job's "
+                "isolate lives on a worker and ends with the job.")
+        module_data: dict[str, Any] | None = None
+        if request.modules is not None:
+            try:
+                module_data = msgspec.json.decode(msgspec.json.encode(dict(request.modules)))
+            except (TypeError, msgspec.EncodeError):
+                raise InvalidRequest(
+                    "modules must be plain JSON data to travel to a worker.") from None
+        network: Network = (
+            "none" if request.outbound is None
+            else "default" if request.outbound is UNSET
+            else "host"
+        )
+        client, scripts, producer = await self._ensure_started()
+        s = self.settings
+        job_id = uuid.uuid4().hex
+        try:
+            admission = await scripts.admit(
+                admission_key(s.key_prefix), job_id, limit=s.fleet_max_jobs,
+                hold_ms=s.queue_timeout_ms + s.key_ttl_ms)
+        except BROKER_ERRORS as exc:
+            raise broker_unreachable(exc, doing="admitting the job", started=False) from None
+        if not admission.admitted:
+            raise QueueFull(
+                f"The fleet already holds {admission.count} queued or running jobs "
+                f"(fleet_max_jobs={s.fleet_max_jobs}); nothing was enqueued. Retry later or "
+                "raise the bound.")
+        admitted_at = time.monotonic()
+        spec = JobSpec(
+            job_id=job_id,
+            host_id=self.host_id,
+            key_prefix=s.key_prefix,
+            code=request.code,
+            providers=request.providers,
+            network=network,
+            modules=module_data,
+            timeout_ms=request.timeout_ms,
+            count_host_waits=request.count_host_waits,
+            start_by_ms=admission.now_ms + s.queue_timeout_ms,
+        )
+        session = JobSession(
+            client, scripts, s, spec, request,
+            max_message_bytes=self.config.max_message_bytes,
+            start_by_monotonic=admitted_at + s.queue_timeout_ms / 1000,
+        )
+        try:
+            await producer.send(spec, queue=s.queue,
+                                expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
+        except BROKER_ERRORS as exc:
+            session.settled = True
+            await session.cleanup()
+            raise broker_unreachable(exc, doing="enqueueing the job", started=False) from None
+        return await self._wait(session)
+
+    async def _wait(self, session: JobSession) -> Outcome:
+        task = asyncio.ensure_future(session.wait())
+        self._sessions[session.spec.job_id] = (session, task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.cancel()
+            if self._disposed:
+                raise Disposed(
+                    "The executor was disposed while this job ran."
+                    + (" The program had started." if session.started else " Nothing ran."),
+                    started=session.started) from None
+            await asyncio.shield(session.abandon("The caller stopped waiting for this run."))
+            raise
+        except BaseException:
+            await session.abandon("The host gave up on this run.")
+            raise
+        finally:
+            self._sessions.pop(session.spec.job_id, None)
+            await session.cleanup()

@@ -1,0 +1,325 @@
+"""The worker's side of one job: claim it, hold its lease, relay its tool calls to the host.
+
+::
+
+    claim (Lua, SET NX) ─ taken ──▶ refuse: a started job never runs twice
+       │                ─ past start-by ──▶ JOB_EXPIRED to the host, not started
+       │                ─ host key gone ──▶ not started
+       ▼ started
+    heartbeat every lease_ttl/3: lease, key expiries, admission slot; host key gone ─▶
+       pending tool calls reject with host_gone_text(), later ones at once
+    reader: BLPOP down ─▶ ToolReply/FetchReply to the pending call by id (stale or
+       garbage dropped), Cancel stops the run
+    IsolateExecutor.execute(dispatch=relay_call, outbound=relay_fetch|None|UNSET)
+    ─▶ Finished(outcome) | Failed(fault) on up, admission slot freed, lease deleted
+
+The program's deadline is the isolate executor's own (Celery time limits need prefork).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from typing import Any, Final
+
+import msgspec
+import redis.asyncio as aioredis
+
+from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
+
+from .. import _texts
+from .._config import UNSET
+from .._dispatch import tool_error
+from .._executor import IsolateExecutor
+from .._faults import Disposed, ExecutorError, InvalidRequest, JobExpired
+from .._outbound import OutboundRequest, OutboundResponse
+from ._channel import pop, push
+from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
+from ._keys import JobKeys, admission_key, host_key
+from ._scripts import FleetScripts
+from ._wire import (
+    JOB_SCHEMA_VERSION,
+    Cancel,
+    Close,
+    DownMessage,
+    Failed,
+    FetchCall,
+    FetchReply,
+    Finished,
+    JobSpec,
+    Started,
+    ToolCall,
+    ToolReply,
+    decode_down,
+    encode,
+    job_from_celery,
+)
+
+__all__ = ["JobRunner"]
+
+log = logging.getLogger("codemode.fleet.worker")
+
+FINAL_PUSH_ATTEMPTS: Final = 3
+READER_DRAIN_S: Final = 0.5
+
+_Answer = ToolReply | FetchReply | str
+"""What a pending call resolves to: the host's reply, or a text the call rejects with."""
+
+
+class JobRunner:
+    """Runs jobs in one worker process, on one event loop, with one executor and client."""
+
+    def __init__(self, executor: IsolateExecutor, client: aioredis.Redis,
+                 settings: BrokerSettings, worker_id: str) -> None:
+        self.executor = executor
+        self.client = client
+        self.scripts = FleetScripts(client)
+        self.settings = settings
+        self.worker_id = worker_id
+
+    async def run(self, data: object) -> str:
+        """Run one job from a Celery message; returns a one-line summary for the log."""
+        try:
+            spec = job_from_celery(data)
+        except msgspec.ValidationError as exc:
+            log.error("refused a malformed job: %s", exc)
+            return f"refused: malformed job ({exc})"
+        job = _Job(self, spec)
+        return await job.run()
+
+
+class _Job:
+    def __init__(self, runner: JobRunner, spec: JobSpec) -> None:
+        self.runner = runner
+        self.client = runner.client
+        self.settings = runner.settings
+        self.spec = spec
+        self.keys = JobKeys.of(spec.key_prefix, spec.job_id)
+        self.host_key = host_key(spec.key_prefix, spec.host_id)
+        self.admission = admission_key(spec.key_prefix)
+        self.pending: dict[int, asyncio.Future[_Answer]] = {}
+        self.ids = itertools.count(1)
+        self.host_gone = False
+        self.broker_lost = False
+        self.ended = False
+        self.run_task: asyncio.Task[Any] | None = None
+        self.dropped = 0
+
+    # ---- the job's life ---------------------------------------------------------------
+
+    async def run(self) -> str:
+        started_at = time.monotonic()
+        if self.spec.v != JOB_SCHEMA_VERSION:
+            fault = InvalidRequest(f"This worker reads job schema v{JOB_SCHEMA_VERSION}, "
+                                   f"not v{self.spec.v}; nothing ran.")
+            await self._final(Failed(fault.to_data()))
+            return f"refused job {self.spec.job_id}: schema v{self.spec.v}"
+        expired = JobExpired("No worker started this job before its start-by time; nothing "
+                             "ran. Retry when the fleet has capacity, or add workers.")
+        try:
+            claim = await self.runner.scripts.claim(
+                [self.keys.claim, self.keys.up, self.keys.lease, self.host_key, self.admission],
+                worker=self.runner.worker_id, start_by_ms=self.spec.start_by_ms,
+                lease_ttl_ms=self.settings.lease_ttl_ms, key_ttl_ms=self.settings.key_ttl_ms,
+                job_id=self.spec.job_id, started=encode(Started(self.runner.worker_id)),
+                expired=encode(Failed(expired.to_data())),
+            )
+        except BROKER_ERRORS as exc:
+            log.warning("job %s: Redis unreachable at claim (%s); not started",
+                        self.spec.job_id, exc)
+            return f"not started {self.spec.job_id}: Redis unreachable"
+        if claim.state == "taken":
+            log.warning("job %s was already claimed by %s; refusing to run it again "
+                        "(a started program never runs twice)", self.spec.job_id, claim.holder)
+            return f"refused job {self.spec.job_id}: already claimed by {claim.holder}"
+        if claim.state != "started":
+            log.info("job %s not started: %s", self.spec.job_id, claim.state)
+            return f"not started {self.spec.job_id}: {claim.state}"
+        heartbeat = asyncio.ensure_future(self._heartbeat())
+        reader = asyncio.ensure_future(self._read_down())
+        self.run_task = asyncio.ensure_future(self._execute())
+        try:
+            final: Finished | Failed = await self.run_task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                # The worker itself is stopping: end everything, tell the host if we can.
+                self.run_task.cancel()
+                reader.cancel()
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._final(Failed(Disposed(
+                        "The worker shut down during this run; the program had started.",
+                        started=True).to_data())))
+                raise
+            final = Failed(Disposed("The caller cancelled this run; the program had started.",
+                                    started=True).to_data())
+        finally:
+            self.ended = True
+            heartbeat.cancel()
+            self._fail_pending("This run has ended.")
+        await self._final(final, reader=reader)
+        elapsed = (time.monotonic() - started_at) * 1000
+        kind = "finished" if isinstance(final, Finished) else f"failed {final.fault.code}"
+        return f"{kind} job {self.spec.job_id} in {elapsed:.1f} ms"
+
+    async def _execute(self) -> Finished | Failed:
+        outbound: Any
+        if self.spec.network == "none":
+            outbound = None
+        elif self.spec.network == "host":
+            outbound = self.relay_fetch
+        else:
+            outbound = UNSET
+        try:
+            outcome = await self.runner.executor.execute(
+                self.spec.code,
+                providers=[{"name": p.name, "tools": list(p.tools)} for p in self.spec.providers],
+                dispatch=self.relay_call,
+                outbound=outbound,
+                modules=self.spec.modules,
+                timeout=self.spec.timeout_ms,
+                count_host_waits=self.spec.count_host_waits,
+            )
+        except ExecutorError as exc:
+            return Failed(exc.to_data())
+        return Finished(outcome)
+
+    async def _final(self, final: Finished | Failed,
+                     reader: asyncio.Task[None] | None = None) -> None:
+        """Send the outcome, free the slot, drop the lease, and end the reader cleanly (a
+        message of its own on down wakes its BLPOP, so its connection stays reusable)."""
+        for attempt in range(FINAL_PUSH_ATTEMPTS):
+            try:
+                async with self.client.pipeline(transaction=True) as pipe:
+                    pipe.rpush(self.keys.up, encode(final))
+                    pipe.pexpire(self.keys.up, self.settings.key_ttl_ms)
+                    if reader is not None:
+                        pipe.rpush(self.keys.down, encode(Close()))
+                        pipe.pexpire(self.keys.down, self.settings.key_ttl_ms)
+                    pipe.zrem(self.admission, self.spec.job_id)
+                    pipe.delete(self.keys.lease)
+                    await pipe.execute()
+                break
+            except BROKER_ERRORS as exc:
+                if attempt == FINAL_PUSH_ATTEMPTS - 1:
+                    log.warning("job %s: could not send its outcome (Redis unreachable: %s)",
+                                self.spec.job_id, exc)
+                    break
+                await asyncio.sleep(0.5 * (attempt + 1))
+        if reader is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(reader, READER_DRAIN_S)
+            reader.cancel()
+
+    # ---- liveness ---------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        interval = self.settings.lease_ttl_ms / 3000
+        keys = [self.keys.lease, self.host_key, self.keys.up, self.keys.down, self.keys.claim,
+                self.admission]
+        while not self.ended:
+            await asyncio.sleep(interval)
+            try:
+                host_alive = await self.runner.scripts.heartbeat(
+                    keys, worker=self.runner.worker_id, lease_ttl_ms=self.settings.lease_ttl_ms,
+                    key_ttl_ms=self.settings.key_ttl_ms, job_id=self.spec.job_id)
+            except BROKER_ERRORS as exc:
+                log.warning("job %s: lease refresh failed (%s)", self.spec.job_id, exc)
+                continue
+            if not host_alive and not self.host_gone:
+                log.warning("job %s: host %s stopped its heartbeat; failing its pending calls",
+                            self.spec.job_id, self.spec.host_id)
+                self.host_gone = True
+                self._fail_pending(_texts.host_gone_text())
+                # Nobody waits for this job's slot any more.
+                with contextlib.suppress(*BROKER_ERRORS):
+                    await self.client.zrem(self.admission, self.spec.job_id)
+
+    def _fail_pending(self, text: str) -> None:
+        for future in self.pending.values():
+            if not future.done():
+                future.set_result(text)
+
+    # ---- the down channel -------------------------------------------------------------
+
+    async def _read_down(self) -> None:
+        while True:
+            try:
+                raw = await pop(self.client, [self.keys.down], MAX_BLOCKING_WAIT_S)
+            except BROKER_ERRORS as exc:
+                if self.ended:
+                    return
+                log.warning("job %s: reply channel lost (%s)", self.spec.job_id, exc)
+                self.broker_lost = True
+                self._fail_pending(BROKER_LOST_TEXT)
+                return
+            if raw is None:
+                if self.ended:
+                    return
+                continue
+            try:
+                message: DownMessage = decode_down(raw)
+            except msgspec.DecodeError as exc:
+                self.dropped += 1
+                log.warning("job %s: dropped a message on its reply channel that is not a "
+                            "reply (%d bytes: %s)", self.spec.job_id, len(raw), exc)
+                continue
+            match message:
+                case Close():
+                    return
+                case Cancel(reason=reason):
+                    log.info("job %s: cancelled by its host (%s)", self.spec.job_id, reason)
+                    if self.run_task is not None:
+                        self.run_task.cancel()
+                case ToolReply(call_id=call_id) | FetchReply(call_id=call_id):
+                    future = self.pending.get(call_id)
+                    if future is None or future.done():
+                        log.info("job %s: dropped a stale reply to call %d",
+                                 self.spec.job_id, call_id)
+                        continue
+                    future.set_result(message)
+
+    async def _ask(self, message_for: Any) -> _Answer:
+        """Send one call up and wait for its answer (or a text the call rejects with)."""
+        if self.host_gone:
+            return _texts.host_gone_text()
+        if self.broker_lost:
+            return BROKER_LOST_TEXT
+        call_id = next(self.ids)
+        future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
+        self.pending[call_id] = future
+        try:
+            try:
+                await push(self.client, self.keys.up, encode(message_for(call_id)),
+                           ttl_ms=self.settings.key_ttl_ms)
+            except BROKER_ERRORS:
+                self.broker_lost = True
+                return BROKER_LOST_TEXT
+            return await future
+        finally:
+            self.pending.pop(call_id, None)
+
+    async def relay_call(self, provider: str, tool: str, args_json: str) -> str:
+        """The worker executor's dispatch: the tool runs in the host that sent the job."""
+        answer = await self._ask(lambda call_id: ToolCall(call_id, provider, tool, args_json))
+        if isinstance(answer, str):
+            return tool_error(answer)
+        if isinstance(answer, ToolReply):
+            return answer.envelope
+        return tool_error(f"The host answered the call to {provider}.{tool} with a reply of "
+                          "the wrong kind.")
+
+    async def relay_fetch(self, request: OutboundRequest) -> OutboundResponse:
+        """The worker executor's outbound policy: each hop is decided by the host's policy."""
+        answer = await self._ask(lambda call_id: FetchCall(call_id, request))
+        if isinstance(answer, str):
+            raise RelayRefused(answer)
+        if isinstance(answer, FetchReply):
+            if answer.response is not None:
+                return answer.response
+            raise RelayRefused(answer.error or f"The request to {request.url} was refused.")
+        raise RelayRefused("The host answered this request with a reply of the wrong kind.")
+

@@ -1,0 +1,111 @@
+"""The worker process's runtime: one event loop thread owning the isolate pool, the Redis
+client and the job runner. Celery's task threads hand jobs to it and wait.
+
+::
+
+    Celery thread ─ run_job(job) ─▶ loop thread: JobRunner.run ─▶ IsolateExecutor
+    Celery thread ◀─ summary ───────┘                  (spawned children run V8)
+
+The worker process itself never loads V8: isolates run in children the executor spawns
+(never forks), so the worker stays safe to fork and to run under any Celery pool that does
+not fork it (threads or solo).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import socket
+import threading
+from typing import Any
+
+from broker_config import BrokerSettings, WorkerSettings
+
+from .._config import UNSET, Ceilings
+from .._executor import IsolateExecutor
+from ._client import make_client
+from ._jobrunner import JobRunner
+
+__all__ = ["WorkerRuntime"]
+
+log = logging.getLogger("codemode.fleet.worker")
+
+WARM_UP_CODE = "() => 0"
+STOP_TIMEOUT_S = 15.0
+
+
+class WorkerRuntime:
+    """Start once per worker process (``start``), run jobs from any thread, ``close`` at exit."""
+
+    def __init__(self, settings: BrokerSettings, worker: WorkerSettings) -> None:
+        self.settings = settings
+        self.worker = worker
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: JobRunner | None = None
+        self._executor: IsolateExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self) -> None:
+        """Start the loop thread and warm the isolate pool (idempotent, thread-safe)."""
+        with self._lock:
+            if self._loop is not None:
+                return
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="codemode-worker-loop",
+                                      daemon=True)
+            thread.start()
+            self._loop, self._thread = loop, thread
+            asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
+        log.info("codemode worker %s: isolate pool of %d ready", self.worker_id,
+                 self.worker.concurrency)
+
+    async def _setup(self) -> None:
+        w = self.worker
+        self._executor = IsolateExecutor(
+            memory_limit=w.memory_limit_mb,
+            max_message_bytes=w.max_message_bytes,
+            pool={"max_workers": w.concurrency, "max_queue": w.concurrency},
+            outbound=None if w.network == "none" else UNSET,
+            ceilings=Ceilings(max_timeout_ms=w.max_timeout_ms),
+        )
+        outcome = await self._executor.execute(WARM_UP_CODE)
+        if outcome.error is not None:
+            raise RuntimeError(f"the isolate pool failed its warm-up run: {outcome.error}")
+        client = make_client(self.settings)
+        self._runner = JobRunner(self._executor, client, self.settings, self.worker_id)
+
+    def run_job(self, job: Any) -> str:
+        """Run one job to its end from a Celery thread; returns a summary for the log."""
+        self.start()
+        assert self._loop is not None and self._runner is not None
+        future: concurrent.futures.Future[str] = asyncio.run_coroutine_threadsafe(
+            self._runner.run(job), self._loop)
+        return future.result()
+
+    def close(self) -> None:
+        """End the isolate pool and the loop; running jobs fail with DISPOSED."""
+        with self._lock:
+            if self._closed or self._loop is None:
+                self._closed = True
+                return
+            self._closed = True
+            loop = self._loop
+        try:
+            asyncio.run_coroutine_threadsafe(self._teardown(), loop).result(STOP_TIMEOUT_S)
+        except Exception:
+            log.exception("codemode worker: teardown failed")
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+
+    async def _teardown(self) -> None:
+        if self._executor is not None:
+            await self._executor.aclose()
+        if self._runner is not None:
+            await self._runner.client.aclose()
+

@@ -1,0 +1,156 @@
+"""The Lua scripts that make the fleet's decisions atomic in Redis.
+
+All times are Redis time (``TIME``), so hosts and workers with skewed clocks agree on
+deadlines. Each script touches one job's keys plus a fleet-wide key; the fleet does not
+support Redis Cluster (the admission key lives in another slot).
+
+* ``admit``: the fleet-wide bound. Drop lapsed slots, refuse past ``limit``, else take one.
+* ``claim``: a worker's first act on a job. The first writer of the claim key wins; a job
+  past its start-by time, or whose host is gone, is marked and never started.
+* ``heartbeat``: a running job's lease, its keys' expiries, its admission slot; answers
+  whether the host is still there.
+* ``settle``: the producer's side of the claim race: mark a job that no worker claimed
+  as expired (at its start-by time) or cancelled, so that no worker starts it later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import redis.asyncio as aioredis
+
+__all__ = ["Admission", "ClaimResult", "FleetScripts", "SettleResult"]
+
+_NOW: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+_ADMIT: Final = _NOW + """
+-- KEYS: admission   ARGV: job_id, limit, hold_ms
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[2]) then return {0, now, n} end
+local hold = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], now + hold, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < hold then redis.call('PEXPIRE', KEYS[1], hold) end
+return {1, now, n + 1}
+"""
+
+_CLAIM: Final = _NOW + """
+-- KEYS: claim, up, lease, host, admission
+-- ARGV: worker_id, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started_msg, expired_msg
+local holder = redis.call('GET', KEYS[1])
+if holder then return {'taken', holder} end
+local start_by = tonumber(ARGV[2])
+local key_ttl = tonumber(ARGV[4])
+if now > start_by then
+  redis.call('SET', KEYS[1], 'expired', 'PX', key_ttl)
+  redis.call('RPUSH', KEYS[2], ARGV[7])
+  redis.call('PEXPIRE', KEYS[2], key_ttl)
+  redis.call('ZREM', KEYS[5], ARGV[5])
+  return {'expired', ''}
+end
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('SET', KEYS[1], 'host-gone', 'PX', key_ttl)
+  redis.call('ZREM', KEYS[5], ARGV[5])
+  return {'host-gone', ''}
+end
+-- The claim outlives the start-by time: a duplicate delivered before it is refused by
+-- the claim, one delivered after it by the time check above.
+redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(key_ttl, start_by - now + key_ttl))
+redis.call('SET', KEYS[3], ARGV[1], 'PX', tonumber(ARGV[3]))
+redis.call('RPUSH', KEYS[2], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], key_ttl)
+redis.call('ZADD', KEYS[5], 'XX', now + key_ttl, ARGV[5])
+return {'started', ''}
+"""
+
+_HEARTBEAT: Final = _NOW + """
+-- KEYS: lease, host, up, down, claim, admission   ARGV: worker_id, lease_ttl, key_ttl, job_id
+local key_ttl = tonumber(ARGV[3])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
+for i = 3, 5 do
+  if redis.call('PTTL', KEYS[i]) < key_ttl then redis.call('PEXPIRE', KEYS[i], key_ttl) end
+end
+redis.call('ZADD', KEYS[6], 'XX', now + key_ttl, ARGV[4])
+if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key_ttl) end
+return redis.call('EXISTS', KEYS[2])
+"""
+
+_SETTLE: Final = _NOW + """
+-- KEYS: claim, admission   ARGV: start_by_ms, job_id, key_ttl_ms, mark, force
+local holder = redis.call('GET', KEYS[1])
+if holder then return {'taken', holder, 0} end
+local start_by = tonumber(ARGV[1])
+if ARGV[5] == '0' and now <= start_by then return {'wait', '', start_by - now + 1} end
+redis.call('SET', KEYS[1], ARGV[4], 'PX', tonumber(ARGV[3]))
+redis.call('ZREM', KEYS[2], ARGV[2])
+return {'done', '', 0}
+"""
+
+
+@dataclass(frozen=True)
+class Admission:
+    admitted: bool
+    now_ms: int
+    count: int
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    state: str  # started | taken | expired | host-gone
+    holder: str = ""
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    state: str  # done | taken | wait
+    holder: str = ""
+    wait_ms: int = 0
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class FleetScripts:
+    """The scripts, registered on one client (redis-py reloads them after a Redis restart)."""
+
+    def __init__(self, client: aioredis.Redis) -> None:
+        self._admit = client.register_script(_ADMIT)
+        self._claim = client.register_script(_CLAIM)
+        self._heartbeat = client.register_script(_HEARTBEAT)
+        self._settle = client.register_script(_SETTLE)
+
+    async def admit(self, admission: str, job_id: str, *, limit: int, hold_ms: int) -> Admission:
+        ok, now, count = await self._admit(keys=[admission], args=[job_id, limit, hold_ms])
+        return Admission(bool(ok), int(now), int(count))
+
+    async def claim(
+        self, keys: list[str], *, worker: str, start_by_ms: int, lease_ttl_ms: int,
+        key_ttl_ms: int, job_id: str, started: bytes, expired: bytes,
+    ) -> ClaimResult:
+        state, holder = await self._claim(
+            keys=keys,
+            args=[worker, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started, expired],
+        )
+        return ClaimResult(_text(state), _text(holder))
+
+    async def heartbeat(
+        self, keys: list[str], *, worker: str, lease_ttl_ms: int, key_ttl_ms: int, job_id: str,
+    ) -> bool:
+        """Refresh the lease and expiries; True while the host's heartbeat key exists."""
+        host_alive = await self._heartbeat(keys=keys, args=[worker, lease_ttl_ms, key_ttl_ms, job_id])
+        return bool(host_alive)
+
+    async def settle(
+        self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,
+        mark: str, force: bool,
+    ) -> SettleResult:
+        state, holder, wait_ms = await self._settle(
+            keys=[claim, admission],
+            args=[start_by_ms, job_id, key_ttl_ms, mark, "1" if force else "0"],
+        )
+        return SettleResult(_text(state), _text(holder), int(wait_ms))

@@ -1,0 +1,283 @@
+"""The host's side of one job: wait on its up channel, serve its tool calls and outbound
+requests, and turn whatever happens into an Outcome or a typed fault.
+
+::
+
+    queued ──Started──▶ running ──Finished──▶ Outcome
+      │                   │ ToolCall / FetchCall ─▶ dispatch / policy (in this host)
+      │                   │                        ─▶ ToolReply / FetchReply on down
+      │                   ├──Failed──▶ the fault it carries
+      │                   └─ lease key gone ──▶ WORKER_CRASHED (started=True)
+      └─ start-by passed, settle wins ──▶ JOB_EXPIRED (started=False)
+    Redis lost anywhere ──▶ BROKER_UNREACHABLE
+
+Nothing here blocks longer than one BLPOP (``MAX_BLOCKING_WAIT_S``) without looking at the
+lease or the start-by time, so a job never hangs on a dead worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import msgspec
+import redis.asyncio as aioredis
+
+from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
+
+from .. import _texts
+from .._dispatch import call_dispatch
+from .._faults import HostGone, JobExpired, WorkerCrashed, fault_from_data
+from .._outbound import OutboundRequest, OutboundResponse
+from .._outcome import Outcome
+from .._request import ResolvedRequest
+from ._channel import pop, push
+from ._errors import BROKER_ERRORS, broker_unreachable
+from ._keys import JobKeys, admission_key
+from ._scripts import FleetScripts
+from ._wire import (
+    Cancel,
+    Failed,
+    FetchCall,
+    FetchReply,
+    Finished,
+    JobSpec,
+    Started,
+    ToolCall,
+    ToolReply,
+    UpMessage,
+    decode_up,
+    encode,
+)
+
+__all__ = ["JobSession", "run_policy"]
+
+log = logging.getLogger("codemode.fleet")
+
+MARKS = {"expired", "cancelled", "host-gone"}
+"""Claim values that are not a worker: the job will never start."""
+
+
+async def run_policy(policy: Any, request: OutboundRequest, max_bytes: int) -> FetchReply:
+    """Ask the host's outbound policy about one hop; mirrors the in-process executor's texts."""
+    try:
+        reply = policy(request)
+        response = await reply if inspect.isawaitable(reply) else reply
+    except httpx.HTTPError as exc:
+        return FetchReply(0, error=f"The request to {request.url} failed: {type(exc).__name__}.")
+    except Exception as exc:
+        return FetchReply(0, error=str(exc) or f"The request to {request.url} was refused.")
+    if isinstance(response, Mapping):
+        try:
+            response = msgspec.convert(response, OutboundResponse)
+        except msgspec.ValidationError:
+            response = None
+    if not isinstance(response, OutboundResponse):
+        return FetchReply(
+            0, error="The host's outbound policy returned something that is not a response.")
+    if len(response.body) > max_bytes:
+        return FetchReply(0, error=_texts.message_ceiling_text("response body", max_bytes))
+    return FetchReply(0, response=response)
+
+
+class JobSession:
+    """One submitted job, from the host's side. ``wait()`` returns its Outcome."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        scripts: FleetScripts,
+        settings: BrokerSettings,
+        spec: JobSpec,
+        request: ResolvedRequest,
+        *,
+        max_message_bytes: int,
+        start_by_monotonic: float,
+    ) -> None:
+        self.client = client
+        self.scripts = scripts
+        self.settings = settings
+        self.spec = spec
+        self.request = request
+        self.keys = JobKeys.of(spec.key_prefix, spec.job_id)
+        self.max_message_bytes = max_message_bytes
+        self.start_by_monotonic = start_by_monotonic
+        self.started = False
+        self.worker = ""
+        self.settled = False
+        """True once the job has ended for the worker too (an outcome or fault arrived)."""
+        self._seen_calls: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
+
+    # ---- the wait loop --------------------------------------------------------------
+
+    async def wait(self) -> Outcome:
+        try:
+            return await self._loop()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _loop(self) -> Outcome:
+        next_check = self._next_check(time.monotonic())
+        while True:
+            now = time.monotonic()
+            if now >= next_check:
+                await self._check()
+                now = time.monotonic()
+                next_check = self._next_check(now)
+            try:
+                raw = await pop(self.client, [self.keys.up], next_check - now)
+            except BROKER_ERRORS as exc:
+                raise broker_unreachable(
+                    exc, doing="waiting for the job's outcome", started=True) from None
+            if raw is not None:
+                was_started = self.started
+                outcome = self._receive(raw)
+                if outcome is not None:
+                    return outcome
+                if self.started and not was_started:
+                    next_check = self._next_check(time.monotonic())
+
+    def _next_check(self, now: float) -> float:
+        """Running: look at the lease every third of its TTL. Queued: at the start-by time,
+        and at least every blocking wait (a worker may have marked the job)."""
+        if self.started:
+            return now + self._lease_check_s
+        return min(now + MAX_BLOCKING_WAIT_S, max(self.start_by_monotonic, now + 0.01))
+
+    def _receive(self, raw: bytes) -> Outcome | None:
+        try:
+            message: UpMessage = decode_up(raw)
+        except msgspec.DecodeError as exc:
+            log.warning("job %s: dropped a message on its reply channel that is not one "
+                        "(%d bytes: %s)", self.spec.job_id, len(raw), exc)
+            return None
+        match message:
+            case Started(worker=worker):
+                self.started = True
+                self.worker = worker
+            case ToolCall():
+                if self._fresh(message.call_id):
+                    self._spawn(self._serve_call(message))
+            case FetchCall():
+                if self._fresh(message.call_id):
+                    self._spawn(self._serve_fetch(message))
+            case Finished(outcome=outcome):
+                self.settled = True
+                return outcome
+            case Failed(fault=fault):
+                self.settled = True
+                raise fault_from_data(fault)
+        return None
+
+    def _fresh(self, call_id: int) -> bool:
+        """A call id seen before is a duplicate delivery: drop it (its reply went out)."""
+        if call_id in self._seen_calls:
+            log.warning("job %s: dropped a repeated call %d", self.spec.job_id, call_id)
+            return False
+        self._seen_calls.add(call_id)
+        return True
+
+    async def _check(self) -> None:
+        """No message for a while: is the worker still there, is the job still coming?"""
+        try:
+            if self.started:
+                if not await self.client.exists(self.keys.lease):
+                    raise WorkerCrashed(
+                        f"Worker {self.worker} stopped renewing its lease on this job (it died "
+                        "or lost Redis); the program had started. The fleet never runs a "
+                        "started program a second time, so a retry can repeat tool calls it "
+                        "already made.",
+                        started=True,
+                    )
+                return
+            result = await self.scripts.settle(
+                self.keys.claim, admission_key(self.spec.key_prefix),
+                start_by_ms=self.spec.start_by_ms, job_id=self.spec.job_id,
+                key_ttl_ms=self.settings.key_ttl_ms, mark="expired", force=False,
+            )
+        except BROKER_ERRORS as exc:
+            raise broker_unreachable(
+                exc, doing="checking on the job", started=True) from None
+        if result.state == "done":
+            self.settled = True
+            raise JobExpired(
+                f"No worker started this job within its queue timeout "
+                f"({self.settings.queue_timeout_ms} ms); it will not start. Nothing ran. "
+                "Retry when the fleet has capacity, or add workers.",
+            )
+        if result.state == "wait":
+            self.start_by_monotonic = time.monotonic() + result.wait_ms / 1000
+            return
+        if result.holder in MARKS:
+            self.settled = True
+            if result.holder == "host-gone":
+                raise HostGone(
+                    "A worker found this host's heartbeat lapsed before it started the job, so "
+                    "it did not start it. Nothing ran; keep the host's event loop responsive.")
+            raise JobExpired(f"This job was marked {result.holder} before it started; "
+                             "nothing ran.")
+        # Claimed by a worker: its Started message is in the channel and comes next.
+
+    # ---- serving the program's calls ------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reply(self, message: ToolReply | FetchReply) -> None:
+        try:
+            await push(self.client, self.keys.down, encode(message),
+                       ttl_ms=self.settings.key_ttl_ms)
+        except BROKER_ERRORS:
+            log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
+
+    async def _serve_call(self, call: ToolCall) -> None:
+        envelope = await call_dispatch(
+            self.request.dispatch, call.provider, call.tool, call.args_json,
+            self.max_message_bytes,
+        )
+        await self._reply(ToolReply(call.call_id, envelope))
+
+    async def _serve_fetch(self, call: FetchCall) -> None:
+        reply = await run_policy(self.request.outbound, call.request, self.max_message_bytes)
+        await self._reply(FetchReply(call.call_id, reply.response, reply.error))
+
+    # ---- leaving early ----------------------------------------------------------------
+
+    async def abandon(self, reason: str) -> None:
+        """The caller left before the outcome: make sure the job never starts, or stop it.
+
+        Best effort, bounded: a Redis that is gone cannot be told anything.
+        """
+        if self.settled:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(2.0):
+                result = await self.scripts.settle(
+                    self.keys.claim, admission_key(self.spec.key_prefix),
+                    start_by_ms=self.spec.start_by_ms, job_id=self.spec.job_id,
+                    key_ttl_ms=self.settings.key_ttl_ms, mark="cancelled", force=True,
+                )
+                if result.state == "taken" and result.holder not in MARKS:
+                    await push(self.client, self.keys.down, encode(Cancel(reason)),
+                               ttl_ms=self.settings.key_ttl_ms)
+
+    async def cleanup(self) -> None:
+        """After the outcome: free the admission slot and delete the channel now."""
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(2.0):
+                async with self.client.pipeline(transaction=False) as pipe:
+                    pipe.zrem(admission_key(self.spec.key_prefix), self.spec.job_id)
+                    pipe.delete(self.keys.up)
+                    await pipe.execute()
+

@@ -1,0 +1,174 @@
+"""Wire messages of the fleet: the job a producer enqueues, and both directions of a job's
+reply channel.
+
+The job travels inside a Celery message, so it is plain JSON data (Celery's serializer is
+json; :func:`job_to_celery` / :func:`job_from_celery`). Reply-channel messages are frozen
+tagged ``msgspec.Struct`` unions encoded as msgpack, one reused encoder and one decoder per
+direction, dispatched with ``match``. Nothing is pickled.
+
+Schema evolution: new fields get defaults; a field is never retyped or renamed; a job with
+a ``v`` this worker does not know is refused with INVALID_REQUEST.
+
+::
+
+    producer ──JobSpec (Celery, JSON)──▶ worker
+    host ◀── up: Started | ToolCall | FetchCall | Finished | Failed ── worker
+    host ── down: ToolReply | FetchReply | Cancel ──▶ worker (and the worker's own Close)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from .._faults import FaultData
+from .._outbound import OutboundRequest, OutboundResponse
+from .._outcome import Outcome
+from .._request import Provider
+
+__all__ = [
+    "JOB_SCHEMA_VERSION",
+    "Cancel",
+    "Close",
+    "DownMessage",
+    "Failed",
+    "FetchCall",
+    "FetchReply",
+    "Finished",
+    "JobSpec",
+    "Network",
+    "Started",
+    "ToolCall",
+    "ToolReply",
+    "UpMessage",
+    "decode_down",
+    "decode_up",
+    "encode",
+    "job_from_celery",
+    "job_to_celery",
+]
+
+JOB_SCHEMA_VERSION: Final = 1
+
+Network = Literal["default", "none", "host"]
+"""``default``: the worker's own network (outbound left out); ``none``: no network
+(outbound=None); ``host``: every request goes back to the host's policy."""
+
+
+class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One execute job, with every default already applied by the producer."""
+
+    v: int = JOB_SCHEMA_VERSION
+    job_id: str
+    host_id: str
+    key_prefix: str
+    code: str
+    providers: tuple[Provider, ...] = ()
+    network: Network = "default"
+    modules: dict[str, Any] | None = None
+    timeout_ms: int
+    count_host_waits: bool
+    start_by_ms: int
+    """Redis time (ms since the epoch) after which the job must not start."""
+
+
+# ---- up: worker -> host ------------------------------------------------------------------
+
+
+class Started(msgspec.Struct, frozen=True, tag="started"):
+    """A worker claimed the job; from here on the program may have run."""
+
+    worker: str
+
+
+class ToolCall(msgspec.Struct, frozen=True, tag="call"):
+    """A tool call from the program: three strings, and an id the reply must carry."""
+
+    call_id: int
+    provider: str
+    tool: str
+    args_json: str
+
+
+class FetchCall(msgspec.Struct, frozen=True, tag="fetch"):
+    """One hop of an outbound request, for the host's policy to decide."""
+
+    call_id: int
+    request: OutboundRequest
+
+
+class Finished(msgspec.Struct, frozen=True, tag="finished"):
+    """The run ended; the outcome is what the in-process executor would have returned."""
+
+    outcome: Outcome
+
+
+class Failed(msgspec.Struct, frozen=True, tag="failed"):
+    """The executor could not serve the job: a fault, as data."""
+
+    fault: FaultData
+
+
+UpMessage = Started | ToolCall | FetchCall | Finished | Failed
+
+
+# ---- down: host -> worker ----------------------------------------------------------------
+
+
+class ToolReply(msgspec.Struct, frozen=True, tag="reply"):
+    """The envelope answering one ToolCall."""
+
+    call_id: int
+    envelope: str
+
+
+class FetchReply(msgspec.Struct, frozen=True, tag="fetched"):
+    """The policy's answer to one FetchCall: a response, or the text the fetch rejects with."""
+
+    call_id: int
+    response: OutboundResponse | None = None
+    error: str | None = None
+
+
+class Cancel(msgspec.Struct, frozen=True, tag="cancel"):
+    """The caller stopped waiting: stop the run."""
+
+    reason: str = "The caller stopped waiting for this run."
+
+
+class Close(msgspec.Struct, frozen=True, tag="close"):
+    """The worker's own last message on down: its reader stops on a whole reply, so the
+    pooled connection it blocked on stays reusable (cancelling a BLPOP would drop it)."""
+
+
+DownMessage = ToolReply | FetchReply | Cancel | Close
+
+_encoder: Final = msgspec.msgpack.Encoder()
+_up_decoder: Final = msgspec.msgpack.Decoder(UpMessage)
+_down_decoder: Final = msgspec.msgpack.Decoder(DownMessage)
+
+
+def encode(message: UpMessage | DownMessage) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode_up(data: bytes) -> UpMessage:
+    """Raises ``msgspec.DecodeError`` on anything that is not an up message."""
+    return _up_decoder.decode(data)
+
+
+def decode_down(data: bytes) -> DownMessage:
+    """Raises ``msgspec.DecodeError`` on anything that is not a down message."""
+    return _down_decoder.decode(data)
+
+
+def job_to_celery(spec: JobSpec) -> dict[str, Any]:
+    """The job as plain JSON-compatible data for Celery's json serializer."""
+    data: dict[str, Any] = msgspec.to_builtins(spec)
+    return data
+
+
+def job_from_celery(data: object) -> JobSpec:
+    """Rebuild a job from a Celery message; raises ``msgspec.ValidationError`` if malformed."""
+    return msgspec.convert(data, JobSpec)
