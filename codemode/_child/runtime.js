@@ -358,11 +358,12 @@
     }
     then(PromiseResolve(), () => fn());
   });
-  define('self', G);
 
   // ---- the standard library, compiled on first touch ------------------------------
   const sources = config.stdlib;
   const loaded = new MapCtor();
+  const lazyGetters = ObjectCreate(null);
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const host = ObjectCreate(null);
   const requireModule = (id) => {
     if (ReflectApply(MapHas, loaded, [id])) return ReflectApply(MapGet, loaded, [id]);
@@ -373,7 +374,12 @@
     ReflectApply(MapSet, loaded, [id, exportsObj]);
     const names = config.modules[id];
     for (let i = 0; i < names.length; i++) {
-      if (ObjectDefineProperty !== undefined) define(names[i], exportsObj[names[i]]);
+      // Replace only names still holding the lazy accessor: a global the program
+      // overwrote before this module was pulled in (by another module) keeps its value.
+      const current = ObjectGetOwnPropertyDescriptor(G, names[i]);
+      if (current !== undefined && current.get === lazyGetters[names[i]]) {
+        define(names[i], exportsObj[names[i]]);
+      }
     }
     return exportsObj;
   };
@@ -390,13 +396,15 @@
     const names = config.modules[id];
     for (let i = 0; i < names.length; i++) {
       const name = names[i];
+      const get = function () {
+        requireModule(id);
+        return G[name];
+      };
+      lazyGetters[name] = get;
       ObjectDefineProperty(G, name, {
         configurable: true,
         enumerable: false,
-        get() {
-          requireModule(id);
-          return G[name];
-        },
+        get,
         set(value) { define(name, value); },
       });
     }

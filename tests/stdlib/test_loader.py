@@ -1,0 +1,71 @@
+"""The module contract the executor's loader relies on."""
+
+from __future__ import annotations
+
+import re
+
+from codemode.stdlib import MODULES, global_names, module_for, sources
+from tests.stdlib.conftest import Guest
+
+
+def test_every_global_in_exactly_one_module() -> None:
+    names = global_names()
+    assert len(names) == len(set(names))
+    assert module_for("URL") == "url"
+
+
+def test_sources_are_function_expressions() -> None:
+    src = sources()
+    assert set(src) == set(MODULES)
+    for module_id, text in src.items():
+        body = re.sub(r"^(\s*//.*\n)*", "", text)
+        assert body.startswith("(host) => {"), module_id
+        assert text.rstrip().endswith("}"), module_id
+
+
+def test_each_module_returns_exactly_its_globals(guest: Guest) -> None:
+    for module_id, names in MODULES.items():
+        got = guest.run(f"return Object.keys(__stdlibRequire({module_id!r}));")
+        assert sorted(got) == sorted(names), module_id
+
+
+def test_globals_are_lazy_and_non_enumerable(guest: Guest) -> None:
+    out = guest.run(
+        """
+        const d = Object.getOwnPropertyDescriptor(globalThis, 'URL');
+        const lazy = typeof d.get === 'function';
+        const u = new URL('https://a.example/');
+        const after = Object.getOwnPropertyDescriptor(globalThis, 'URL');
+        return { lazy, data: 'value' in after, writable: after.writable,
+                 enumerable: after.enumerable, configurable: after.configurable,
+                 keys: Object.keys(globalThis).filter((k) => k === 'URL' || k === 'console'),
+                 host: u.host };
+        """
+    )
+    assert out == {
+        "lazy": True,
+        "data": True,
+        "writable": True,
+        "enumerable": False,
+        "configurable": True,
+        "keys": [],
+        "host": "a.example",
+    }
+
+
+def test_guest_can_replace_a_global(guest: Guest) -> None:
+    assert guest.run("globalThis.URL = 5; return URL;") == 5
+    assert guest.run("globalThis.fetch = 'mine'; new Headers(); return fetch;") == "mine"
+
+
+def test_absent_names_stay_absent(guest: Guest) -> None:
+    out = guest.run("return [typeof process, typeof require, typeof Buffer, typeof WebSocket, typeof self];")
+    assert out == ["undefined", "undefined", "undefined", "undefined", "object"]
+
+
+def test_self_is_global_and_report_error_logs(guest: Guest) -> None:
+    assert guest.run("return self === globalThis;") is True
+    guest.run("reportError(new TypeError('bad thing')); return null;")
+    logs = guest.logs()
+    assert logs[0]["level"] == "error"
+    assert logs[0]["text"].startswith("Uncaught TypeError: bad thing")
