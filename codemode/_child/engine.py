@@ -63,7 +63,9 @@ class Isolate:
         factory: Any = await ctx.eval_cancelable(runtime_source())
         api: Any = await ctx.call_function_cancelable(factory, bell, config_json)
         # The isolate is idle here, so these synchronous reads cannot block on it.
-        start, pump, feed, inbound, journal, invoke = (api[i] for i in range(6))
+        start, pump, feed, inbound, journal, invoke, sync = (api[i] for i in range(7))
+        self._sync: memoryview = sync
+        self._sync_capacity = (len(sync) - _JOURNAL_HEADER) // 2
         self._inbound: memoryview = inbound
         self._journal: memoryview = journal
         self._journal_read = 0
@@ -135,6 +137,17 @@ class Isolate:
         self._journal_read = written
         return [json.loads(line) for line in raw.decode("utf-16-le", "surrogatepass").split("\n") if line]
 
+    def answer_sync(self, seq: int, text: str) -> None:
+        """Answer the isolate's synchronous request ``seq`` (it polls the sequence word)."""
+        data = text.encode("utf-16-le", "surrogatepass")
+        units = len(data) // 2
+        if units > self._sync_capacity:
+            raise ValueError(f"a synchronous answer of {units} units does not fit")
+        view = self._sync
+        view[_JOURNAL_HEADER : _JOURNAL_HEADER + len(data)] = data
+        struct.pack_into("<i", view, 4, units)
+        struct.pack_into("<i", view, 0, seq)  # last: the isolate reads the answer after this
+
     def journal_full(self) -> bool:
         """Whether later messages wait in the outbox (taken with :meth:`pump`)."""
         (full,) = struct.unpack_from("<i", self._journal, 8)
@@ -158,4 +171,5 @@ class Isolate:
             self._handles = []
             self._inbound = memoryview(b"")
             self._journal = memoryview(b"")
+            self._sync = memoryview(b"")
             self._stack.close()

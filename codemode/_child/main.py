@@ -58,6 +58,10 @@ WEDGE_PROBE_S = 0.25
 MAX_TIMERS = 10_000
 INBOUND_BYTES = 256 * 1024
 """Size of each isolate's inbound buffer; larger texts go in several feeds."""
+SYNC_UNITS = 256 * 1024
+"""UTF-16 units of each isolate's synchronous-answer buffer (every stdlib module fits)."""
+SYNC_TIMEOUT_MS = 5_000
+"""How long an isolate waits for a synchronous answer before it throws."""
 JOURNAL_UNITS = 512 * 1024
 """UTF-16 units of log journal per isolate (1 MB); later entries travel in the outbox."""
 USER_AGENT = "codemode/0.1"
@@ -228,12 +232,13 @@ class Child:
             "maxTimers": MAX_TIMERS,
             "inboundBytes": INBOUND_BYTES,
             "journalUnits": JOURNAL_UNITS,
+            "syncUnits": SYNC_UNITS,
+            "syncTimeoutMs": SYNC_TIMEOUT_MS,
             "texts": texts,
             "seed": secrets.token_hex(32),
             "timeOrigin": time.time() * 1000,
             "userAgent": USER_AGENT,
             "modules": self.stdlib_modules,
-            "stdlib": self.stdlib_sources,
         }).decode()
 
     async def new_isolate(self) -> Any:
@@ -353,6 +358,11 @@ class Child:
             tag = m[0]
             if tag == "l":
                 state.logs.append(LogEntry(str(m[1]), str(m[2])))
+            elif tag == "s":
+                # A synchronous request (a standard library module's source): answer at once,
+                # the isolate is waiting for it.
+                source = self.stdlib_sources.get(str(m[2]), "")
+                state.isolate.answer_sync(int(m[1]), source)
             elif logs_only:
                 continue
             elif tag == "c":

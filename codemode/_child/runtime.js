@@ -360,15 +360,40 @@
   });
 
   // ---- the standard library, compiled on first touch ------------------------------
-  const sources = config.stdlib;
+  // Sources are not copied into every isolate: the first touch of a module's global asks
+  // the child for it synchronously. The request goes out through the journal; the answer
+  // comes back in a buffer of its own that this thread polls with Atomics.wait (Python
+  // cannot notify a V8 waiter, so the wait is sliced). A trivial run loads nothing.
+  const syncSab = new SharedArrayBuffer(16 + 2 * config.syncUnits);
+  const syncHead = new Int32Array(syncSab, 0, 4);
+  const syncUnits = new Uint16Array(syncSab, 16);
+  const atomicsLoad = Atomics.load;
+  const atomicsWait = Atomics.wait;
+  let syncSeq = 0;
+  const hostSync = (request) => {
+    const seq = ++syncSeq;
+    send(['s', seq, request]);
+    const deadline = dateNow() + config.syncTimeoutMs;
+    while (ReflectApply(atomicsLoad, Atomics, [syncHead, 0]) !== seq) {
+      ReflectApply(atomicsWait, Atomics, [syncHead, 0, seq - 1, 0.05]);
+      if (dateNow() > deadline) throw new ErrorCtor(`The host did not answer a request for ${request}.`);
+    }
+    const n = syncHead[1];
+    let text = '';
+    for (let i = 0; i < n; i += 8192) {
+      text += ReflectApply(fromCharCode, null, syncUnits.subarray(i, Math.min(n, i + 8192)));
+    }
+    return text;
+  };
+  const sources = ObjectCreate(null);
   const loaded = new MapCtor();
   const lazyGetters = ObjectCreate(null);
   const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const host = ObjectCreate(null);
   const requireModule = (id) => {
     if (ReflectApply(MapHas, loaded, [id])) return ReflectApply(MapGet, loaded, [id]);
-    const source = sources[id];
-    if (typeof source !== 'string') throw new ErrorCtor(`No standard library module '${id}'.`);
+    if (!(id in config.modules)) throw new ErrorCtor(`No standard library module '${id}'.`);
+    const source = hostSync(id);
     const factory = indirectEval(source);
     const exportsObj = factory(host);
     ReflectApply(MapSet, loaded, [id, exportsObj]);
@@ -603,5 +628,5 @@
     ReflectApply(MapDelete, pending, [0]);
   }
 
-  return [start, pump, feed, inboundSab, journalSab, invoke];
+  return [start, pump, feed, inboundSab, journalSab, invoke, syncSab];
 }

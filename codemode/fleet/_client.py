@@ -65,6 +65,14 @@ def make_client(settings: BrokerSettings) -> aioredis.Redis:
     return client
 
 
+def _json_data(modules: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(dict(modules)))
+    except (TypeError, msgspec.EncodeError):
+        raise InvalidRequest("modules must be plain JSON data to travel to a worker.") from None
+    return data
+
+
 class FleetExecutor:
     """Run programs on a fleet of Celery workers; the same ``execute`` as IsolateExecutor.
 
@@ -197,6 +205,11 @@ class FleetExecutor:
         """
         if self._disposed:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
+        for candidate in (modules, self._modules):
+            # Modules travel to a worker as JSON: refuse anything else as INVALID_REQUEST
+            # before the core measures them (it would raise TypeError on such data).
+            if isinstance(candidate, Mapping):
+                _json_data(candidate)
         request = resolve_request(
             self.config, code=code, providers=providers, dispatch=dispatch, outbound=outbound,
             modules=modules, timeout=timeout, count_host_waits=count_host_waits,
@@ -207,13 +220,7 @@ class FleetExecutor:
             raise InvalidRequest(
                 "retain_handles is served by the in-process executor only: a fleet job's "
                 "isolate lives on a worker and ends with the job.")
-        module_data: dict[str, Any] | None = None
-        if request.modules is not None:
-            try:
-                module_data = msgspec.json.decode(msgspec.json.encode(dict(request.modules)))
-            except (TypeError, msgspec.EncodeError):
-                raise InvalidRequest(
-                    "modules must be plain JSON data to travel to a worker.") from None
+        module_data = None if request.modules is None else _json_data(request.modules)
         network: Network = (
             "none" if request.outbound is None
             else "default" if request.outbound is UNSET
