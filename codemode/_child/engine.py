@@ -33,6 +33,7 @@ __all__ = ["Isolate", "runtime_source"]
 
 _RUNTIME: str | None = None
 _HEADER = 8
+_START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
 
 
@@ -54,44 +55,49 @@ class Isolate:
         self.closed = False
         self._handles: list[Any] = []
 
-    async def prepare(self, loop: asyncio.AbstractEventLoop, config_json: str, memory_bytes: int) -> None:
+    async def prepare(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        config_json: str,
+        memory_bytes: int,
+        layout: dict[str, int],
+    ) -> None:
         """Create the context and install the runtime (done while the child is idle)."""
         self.ctx = ctx = self._stack.enter_context(_mr._make_context(loop))
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
         factory: Any = await ctx.eval_cancelable(runtime_source())
-        api: Any = await ctx.call_function_cancelable(factory, bell, config_json)
-        # The isolate is idle here, so these synchronous reads cannot block on it.
-        start, pump, feed, inbound, journal, invoke, sync = (api[i] for i in range(7))
-        self._sync: memoryview = sync
-        self._sync_capacity = (len(sync) - _JOURNAL_HEADER) // 2
-        self._inbound: memoryview = inbound
-        self._journal: memoryview = journal
+        pair: Any = await ctx.call_function_cancelable(factory, bell, config_json)
+        # The isolate is idle here, so these two synchronous reads cannot block on it.
+        api, channel = pair[0], pair[1]
+        self._control = channel[0:16]
+        self._inbound = channel[layout["inbound"] : layout["journal"]]
+        self._journal = channel[layout["journal"] : layout["sync"]]
+        self._sync = channel[layout["sync"] : layout["total"]]
+        self._capacity = (len(self._inbound) - _HEADER) // 2
+        self._sync_capacity = (len(self._sync) - _JOURNAL_HEADER) // 2
         self._journal_read = 0
-        self._capacity = (len(inbound) - _HEADER) // 2
         argv = await ctx.eval_cancelable("[]")
         self._argv = ctx._python_to_value_handle(argv)
         self._this = ctx._python_to_value_handle(JSUndefined)
-        self._start = ctx._python_to_value_handle(start)
-        self._pump = ctx._python_to_value_handle(pump)
-        self._feed = ctx._python_to_value_handle(feed)
-        self._invoke = ctx._python_to_value_handle(invoke)
+        self._api = ctx._python_to_value_handle(api)
         # Keep the Python wrappers alive as long as their raw handles are used.
-        self._handles = [argv, start, pump, feed, invoke]
+        self._handles = [argv, api, channel]
 
     def _ring(self, value_handle: Any) -> None:
         # The notification's argument array is never read: reading needs the isolate.
         del value_handle
         self.on_bell()
 
-    async def _call(self, func_handle: Any) -> Any:
+    async def _call(self, op: int) -> Any:
         ctx = self.ctx
+        struct.pack_into("<i", self._control, 0, op)
         return await ctx._run_cancelable_mr_task(
-            ctx._dll.mr_call_function, func_handle.raw, self._this.raw, self._argv.raw
+            ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw
         )
 
-    async def _write(self, text: str, then: Any) -> Any:
+    async def _write(self, text: str, then: int) -> Any:
         """Put ``text`` into the inbound buffer (in as many feeds as it needs), then call."""
         data = text.encode("utf-16-le", "surrogatepass")
         units = len(data) // 2
@@ -99,7 +105,7 @@ class Isolate:
         offset = 0
         while units - offset > cap:
             self._put(data[offset * 2 : (offset + cap) * 2], cap)
-            await self._call(self._feed)
+            await self._call(_FEED)
             offset += cap
         self._put(data[offset * 2 :], units - offset)
         return await self._call(then)
@@ -111,15 +117,15 @@ class Isolate:
 
     async def start(self, payload_json: str) -> None:
         """Start the program: ``payload_json`` is ``[code, providers, network]``."""
-        await self._write(payload_json, self._start)
+        await self._write(payload_json, _START)
 
     async def invoke(self, payload_json: str) -> None:
         """Call the retained handler: ``payload_json`` is ``[plain_request, network]``."""
-        await self._write(payload_json, self._invoke)
+        await self._write(payload_json, _INVOKE)
 
     async def pump(self, inbox_json: str) -> str:
         """Deliver replies and take the outbox (one JSON array, or '')."""
-        out = await self._write(inbox_json, self._pump)
+        out = await self._write(inbox_json, _PUMP)
         return out if isinstance(out, str) else ""
 
     def read_journal(self) -> list[Any]:
@@ -169,7 +175,6 @@ class Isolate:
         if not self.closed:
             self.closed = True
             self._handles = []
-            self._inbound = memoryview(b"")
-            self._journal = memoryview(b"")
-            self._sync = memoryview(b"")
+            for name in ("_control", "_inbound", "_journal", "_sync"):
+                setattr(self, name, memoryview(b""))
             self._stack.close()

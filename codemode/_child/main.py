@@ -56,15 +56,27 @@ MEMORY_POLL_S = 0.01
 WEDGE_PROBE_S = 0.25
 """How long a cancelled engine gets to answer before the child gives up on it."""
 MAX_TIMERS = 10_000
-INBOUND_BYTES = 256 * 1024
-"""Size of each isolate's inbound buffer; larger texts go in several feeds."""
-SYNC_UNITS = 256 * 1024
+INBOUND_UNITS = 64 * 1024
+"""UTF-16 units of each isolate's inbound buffer; larger texts go in several feeds."""
+SYNC_UNITS = 128 * 1024
 """UTF-16 units of each isolate's synchronous-answer buffer (every stdlib module fits)."""
 SYNC_TIMEOUT_MS = 5_000
 """How long an isolate waits for a synchronous answer before it throws."""
-JOURNAL_UNITS = 512 * 1024
-"""UTF-16 units of log journal per isolate (1 MB); later entries travel in the outbox."""
+JOURNAL_UNITS = 256 * 1024
+"""UTF-16 units of outbound journal per isolate; later messages travel in the outbox."""
 USER_AGENT = "codemode/0.1"
+def _layout() -> dict[str, int]:
+    """Byte offsets of the channels inside each isolate's one SharedArrayBuffer."""
+    inbound = 16
+    journal = inbound + 8 + 2 * INBOUND_UNITS
+    journal += -journal % 16
+    sync = journal + 16 + 2 * JOURNAL_UNITS
+    sync += -sync % 16
+    total = sync + 16 + 2 * SYNC_UNITS
+    return {"inbound": inbound, "journal": journal, "sync": sync, "total": total}
+
+
+LAYOUT = _layout()
 FAULT = os.environ.get("CODEMODE_CHILD_FAULT", "")
 """Fault injection for the pool's own tests (``garbage-frame``); empty in production."""
 
@@ -230,9 +242,10 @@ class Child:
             "maxMessageBytes": self.max_message_bytes,
             "maxLogEntries": self.max_log_entries,
             "maxTimers": MAX_TIMERS,
-            "inboundBytes": INBOUND_BYTES,
+            "inboundUnits": INBOUND_UNITS,
             "journalUnits": JOURNAL_UNITS,
             "syncUnits": SYNC_UNITS,
+            "layout": LAYOUT,
             "syncTimeoutMs": SYNC_TIMEOUT_MS,
             "texts": texts,
             "seed": secrets.token_hex(32),
@@ -245,7 +258,7 @@ class Child:
         from .engine import Isolate
 
         isolate = Isolate()
-        await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB)
+        await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB, LAYOUT)
         return isolate
 
     def prepare_spare(self) -> None:
@@ -485,7 +498,7 @@ class Child:
         missing: list[str] = []
         isolate = Isolate()
         try:
-            await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB)
+            await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB, LAYOUT)
         except Exception as exc:
             return [f"cannot create an isolate and install the runtime ({exc})"]
         rang = asyncio.Event()

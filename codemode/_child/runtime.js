@@ -44,6 +44,13 @@
 
   const config = JSONparse(configJson);
   let network = 'host';
+  // One SharedArrayBuffer carries every channel between this isolate and the child's
+  // Python (offsets in config.layout): a control word, the inbound buffer, the outbound
+  // journal and the synchronous-answer buffer. One buffer means one conversion when the
+  // child prepares the isolate.
+  const layout = config.layout;
+  const channel = new SharedArrayBuffer(layout.total);
+  const control = new Int32Array(channel, 0, 4);
   const maxMessage = config.maxMessageBytes;
   const maxLogs = config.maxLogEntries;
   const texts = config.texts;
@@ -59,9 +66,8 @@
   // When the journal is full, the rest of the run's messages wait in the outbox, which
   // Python takes with pump() (in order: the journal never resumes).
   const JOURNAL_UNITS = config.journalUnits;
-  const journalSab = new SharedArrayBuffer(16 + 2 * JOURNAL_UNITS);
-  const journalHead = new Int32Array(journalSab, 0, 4);
-  const journalUnits = new Uint16Array(journalSab, 16);
+  const journalHead = new Int32Array(channel, layout.journal, 4);
+  const journalUnits = new Uint16Array(channel, layout.journal + 16, JOURNAL_UNITS);
   const atomicsStore = Atomics.store;
   const atomicsExchange = Atomics.exchange;
   let journalPos = 0;
@@ -97,9 +103,8 @@
   // Python writes text into this SharedArrayBuffer (UTF-16 code units after an 8-byte
   // header holding the count) and then calls feed/pump/start with no arguments: a call
   // that needs no argument array, so Python never has to touch a busy isolate.
-  const inboundSab = new SharedArrayBuffer(config.inboundBytes);
-  const inboundCount = new Int32Array(inboundSab, 0, 1);
-  const inboundUnits = new Uint16Array(inboundSab, 8);
+  const inboundCount = new Int32Array(channel, layout.inbound, 1);
+  const inboundUnits = new Uint16Array(channel, layout.inbound + 8, config.inboundUnits);
   let fed = '';
   const fromCharCode = StringCtor.fromCharCode;
   const feed = () => {
@@ -364,9 +369,8 @@
   // the child for it synchronously. The request goes out through the journal; the answer
   // comes back in a buffer of its own that this thread polls with Atomics.wait (Python
   // cannot notify a V8 waiter, so the wait is sliced). A trivial run loads nothing.
-  const syncSab = new SharedArrayBuffer(16 + 2 * config.syncUnits);
-  const syncHead = new Int32Array(syncSab, 0, 4);
-  const syncUnits = new Uint16Array(syncSab, 16);
+  const syncHead = new Int32Array(channel, layout.sync, 4);
+  const syncUnits = new Uint16Array(channel, layout.sync + 16, config.syncUnits);
   const atomicsLoad = Atomics.load;
   const atomicsWait = Atomics.wait;
   let syncSeq = 0;
@@ -613,20 +617,11 @@
     }, fail);
   };
 
-  // ---- warm-up -------------------------------------------------------------------
-  // Walk the hot paths once while the child is idle, so the caller's run does not pay
-  // for compiling them (V8 compiles functions lazily, and a fresh isolate has no cache).
-  // Nothing here touches the journal, the outbox or the run's state.
-  {
-    const probe = indirectEval('(async () => ({ a: [1, "x", null], b: { c: true } })\n)');
-    then(PromiseResolve(probe()), (v) => encodeResult(v), () => {});
-    JSONparse(JSONstringify(['async () => 1', [['p', ['t']]], 'host']));
-    errorText(new TypeErrorCtor('warm'));
-    const p = makeProvider('warm', []);
-    void p.x;
-    ReflectApply(MapSet, pending, [0, null]);
-    ReflectApply(MapDelete, pending, [0]);
-  }
+  // ---- the one entry point -------------------------------------------------------
+  // Python writes an operation code into the control word, then calls this with no
+  // arguments (a call that needs no argument array never waits for a busy isolate).
+  const operations = [null, start, pump, feed, invoke];
+  const api = () => operations[control[0]]();
 
-  return [start, pump, feed, inboundSab, journalSab, invoke, syncSab];
+  return [api, channel];
 }
