@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py                  # ours only
     python benchmarks/bench.py --reference      # interleaved with benchmarks/reference (Node + isolated-vm)
+    python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
@@ -51,6 +52,7 @@ def _providers(program: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def latency_and_throughput(ex: IsolateExecutor, name: str, n: int) -> dict[str, Any]:
+    """Sequential latency (one caller) and throughput (2 x workers callers)."""
     program = PROGRAMS[name]
     kwargs = {"providers": _providers(program), "dispatch": dispatch, "timeout": program["timeout"]}
     for _ in range(20):
@@ -73,7 +75,7 @@ async def latency_and_throughput(ex: IsolateExecutor, name: str, n: int) -> dict
     t = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(concurrency)))
     wall = time.perf_counter() - t
-    return {**summary(latencies), "throughput_per_s": n / wall, "n": n}
+    return {**summary(latencies), "throughput_per_s": n / wall, "n": n, "latencies_ms": latencies}
 
 
 async def tool_round_trip(ex: IsolateExecutor) -> dict[str, Any]:
@@ -130,19 +132,60 @@ async def resident_and_respawn(ex: IsolateExecutor) -> dict[str, Any]:
     return {"rss_per_child_mb": statistics.mean(rss), "respawn_ms": statistics.median(respawns)}
 
 
-async def ours(n_trivial: int, n_tools: int, n_cpu: int) -> dict[str, Any]:
+SCENARIOS = ["trivial", "tools10", "cpu", "toolrt", "timeout", "memory"]
+
+
+async def run_scenario(ex: IsolateExecutor, name: str, n: int) -> dict[str, Any]:
+    if name in ("trivial", "tools10", "cpu"):
+        count = {"trivial": n, "tools10": max(100, n // 2), "cpu": 30}[name]
+        return await latency_and_throughput(ex, name, count)
+    if name == "toolrt":
+        return await tool_round_trip(ex)
+    if name == "timeout":
+        return await timeout_accuracy(ex)
+    return await resident_and_respawn(ex)
+
+
+REFERENCE_ARGS = {
+    "trivial": ("trivial", None), "tools10": ("tools10", None), "cpu": ("cpu", 30),
+    "toolrt": ("toolrt", None), "timeout": ("timeout", None), "memory": ("rss", None),
+}
+
+
+async def run_all(n: int, with_reference: bool) -> dict[str, Any]:
+    """Each scenario runs on our executor, then (if asked) on the reference, in turn."""
+    ours: dict[str, Any] = {}
+    ref: dict[str, Any] = {}
     async with IsolateExecutor(pool={"max_workers": WORKERS, "max_queue": 1000}) as ex:
         await ex.execute("() => 1")
         while len(ex.worker_pids) < WORKERS:
             await asyncio.sleep(0.05)
-        return {
-            "trivial": await latency_and_throughput(ex, "trivial", n_trivial),
-            "tools10": await latency_and_throughput(ex, "tools10", n_tools),
-            "cpu": await latency_and_throughput(ex, "cpu", n_cpu),
-            "toolrt": await tool_round_trip(ex),
-            "timeout": await timeout_accuracy(ex),
-            "memory": await resident_and_respawn(ex),
-        }
+        for name in SCENARIOS:
+            ours[name] = await run_scenario(ex, name, n)
+            if with_reference:
+                scenario, count = REFERENCE_ARGS[name]
+                if name in ("trivial", "tools10"):
+                    count = n if name == "trivial" else max(100, n // 2)
+                ref[name] = await asyncio.to_thread(reference, scenario, count)
+                if name == "memory":
+                    ref["respawn"] = await asyncio.to_thread(reference, "respawn", None)
+    return {"ours": ours, "reference": ref}
+
+
+async def stdlib_cost(n: int) -> dict[str, Any]:
+    """A 6 * 7 run with the standard library installed (lazily) and with none at all."""
+    out: dict[str, list[float]] = {"with": [], "without": []}
+    for _round in range(3):
+        for label, env in (("with", "on"), ("without", "off")):
+            child_env = dict(os.environ, CODEMODE_CHILD_STDLIB=env)
+            async with IsolateExecutor(pool={"max_workers": WORKERS}, child_env=child_env) as ex:
+                await ex.execute("() => 1")
+                while len(ex.worker_pids) < WORKERS:
+                    await asyncio.sleep(0.05)
+                result = await latency_and_throughput(ex, "trivial", n)
+                out[label].append(result["median_ms"])
+    with_ms, without_ms = statistics.median(out["with"]), statistics.median(out["without"])
+    return {"median_ms_with": with_ms, "median_ms_without": without_ms, "ratio": with_ms / without_ms}
 
 
 def reference(scenario: str, n: int | None = None) -> dict[str, Any]:
@@ -162,22 +205,49 @@ def machine() -> dict[str, Any]:
     }
 
 
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Latency distributions, ours beside the reference (needs matplotlib: the bench extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: pip install -e '.[bench]' for the plot)")
+        return
+    names = [s for s in ("trivial", "tools10", "cpu") if "latencies_ms" in report["ours"].get(s, {})]
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4))
+    for ax, name in zip(axes, names, strict=True):
+        data = [report["ours"][name]["latencies_ms"]]
+        labels = ["codemode"]
+        ref = report.get("reference", {}).get(name)
+        if ref and ref.get("latencies_ms"):
+            data.append(ref["latencies_ms"])
+            labels.append("reference")
+        ax.boxplot(data, tick_labels=labels, showfliers=False)
+        ax.set_title(f"{name}: latency (ms)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
+    parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     args = parser.parse_args()
-    report: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    report["ours"] = asyncio.run(ours(args.n, max(100, args.n // 2), 30))
-    if args.reference:
-        report["reference"] = {
-            s: reference(s, n) for s, n in
-            [("trivial", args.n), ("tools10", max(100, args.n // 2)), ("cpu", 30),
-             ("toolrt", None), ("timeout", None), ("rss", None), ("respawn", None)]
-        }
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
+    if args.stdlib_cost:
+        cost = asyncio.run(stdlib_cost(args.n))
+        (out_dir / "stdlib_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
+        print(f"6 * 7 median: {cost['median_ms_with']:.2f} ms with the standard library, "
+              f"{cost['median_ms_without']:.2f} ms without ({cost['ratio']:.2f}x)")
+        return
+    report: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    report.update(asyncio.run(run_all(args.n, args.reference)))
     (out_dir / "latest.json").write_text(json.dumps(report, indent=2))
+    plot(report, out_dir / "latency.png")
     o = report["ours"]
     print(f"machine: {report['machine']}")
     print(f"{'scenario':<10} {'median ms':>10} {'p99 ms':>10} {'runs/s':>10}")
@@ -188,11 +258,23 @@ def main() -> None:
     print(f"rss per child {o['memory']['rss_per_child_mb']:.1f} MB; respawn {o['memory']['respawn_ms']:.0f} ms")
     if args.reference:
         r = report["reference"]
-        print("\nratios ours / reference (lower is better for latency, higher for throughput):")
+        print("\nratios ours / reference (latency: lower is better; throughput: higher is better):")
+        rows = []
         for s in ("trivial", "tools10", "cpu"):
-            rs = r[s]
-            print(f"{s:<10} median {o[s]['median_ms'] / rs['median_ms']:.2f}x  p99 {o[s]['p99_ms'] / rs['p99_ms']:.2f}x"
-                  f"  throughput {o[s]['throughput_per_s'] / rs['throughput_per_s']:.2f}x")
+            rows.append((f"{s} median", o[s]["median_ms"] / r[s]["median_ms"]))
+            rows.append((f"{s} p99", o[s]["p99_ms"] / r[s]["p99_ms"]))
+            rows.append((f"{s} throughput", o[s]["throughput_per_s"] / r[s]["throughput_per_s"]))
+        rows.append(("tool call round trip", o["toolrt"]["per_call_e2e_us"] / r["toolrt"]["per_call_e2e_us"]))
+        rows.append(("timeout settle", o["timeout"]["settle_ms_median"] / r["timeout"]["median_ms"]))
+        ref_rss = r["memory"]["rss_per_child_mb"]
+        if isinstance(ref_rss, list):
+            ref_rss = statistics.mean(ref_rss)
+        rows.append(("rss per child", o["memory"]["rss_per_child_mb"] / ref_rss))
+        rows.append(("respawn", o["memory"]["respawn_ms"] / r["respawn"]["median_ms"]))
+        for label, ratio in rows:
+            print(f"  {label:<24} {ratio:6.2f}x")
+        report["ratios"] = dict(rows)
+        (out_dir / "latest.json").write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

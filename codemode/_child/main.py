@@ -536,8 +536,12 @@ class Child:
         self.loop = asyncio.get_running_loop()
         from ..stdlib import MODULES, sources
 
-        self.stdlib_sources = sources()
-        self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
+        if os.environ.get("CODEMODE_CHILD_STDLIB", "on") == "off":
+            # Diagnostic switch for the benchmark that measures what the library costs.
+            self.stdlib_sources, self.stdlib_modules = {}, {}
+        else:
+            self.stdlib_sources = sources()
+            self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
         missing = await self.probe()
         if not missing:
             self.spare = await self.new_isolate()
