@@ -38,11 +38,13 @@ from ._handles import (
     plain_request,
     response_outcome_result,
 )
+from ._normalize import entry_form_problem
 from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
 from ._protocol import Call, Fetch, Invoke, Run
 from ._request import ResolvedRequest, resolve_request
+from ._texts import ENTRY_FORM
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
 __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
@@ -181,6 +183,10 @@ class IsolateExecutor:
             default_outbound=self._outbound,
             default_modules=self._modules,
         )
+        if entry_form_problem(request.code):
+            # Code like `1) || (2` would close the executor's parentheses itself: refuse it
+            # as the program's own error, before any child is involved.
+            return Outcome(error=ENTRY_FORM)
         pool = self._ensure_pool()
         if request.retain_handles and self._handles.live_count() >= self._handles.max_handles:
             raise QueueFull(

@@ -47,7 +47,11 @@ _SKIPPED = frozenset({"comment", "hash_bang_line"})
 
 # A fence line: up to any indentation, three or more backticks or tildes, an info string.
 _OPENER = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$", re.MULTILINE)
+# The language of a fence: the first word of its info string (```js title=x, ```{.js}).
+_TAG = re.compile(r"^[{.\s]*([A-Za-z0-9_+#-]+)")
 _DEFAULT_NAME = "__default__"
+# How many closing lines a JavaScript block's end is looked for among (bounds the parses).
+_CLOSING_TRIES = 4
 
 
 def _parser() -> Parser:
@@ -106,14 +110,20 @@ def _closing_lines(lines: list[str], start: int, char: str, length: int) -> Iter
             yield index
 
 
+def _is_tagged_opener(line: str) -> bool:
+    match = _OPENER.match(line)
+    return match is not None and bool(match.group("info").strip())
+
+
 def _fences(text: str) -> list[_Fence] | None:
     """Every fenced block in ``text``, or ``None`` when the text is code, not Markdown.
 
-    A line that looks like a fence but sits inside a comment or a string of a program
-    (found with the parser) is code, not a fence. The closing line of a block is the first
-    that leaves the block's content parsing cleanly (so a fence-like line inside the
-    program's own comment or template does not end it early); when none does, it is the
-    first closing line (CommonMark), and an unclosed fence runs to the end of the text.
+    A line that looks like a fence but sits inside a comment or a string of a program that
+    parses cleanly (found with the parser) is code, not a fence. The closing line of a
+    JavaScript (or untagged) block is the first of its next few candidates that leaves the
+    block's content parsing cleanly, so a fence-like line inside the program's own comment
+    does not end it early; otherwise, and for every other language, it is the first closing
+    line (CommonMark). An unclosed fence runs to the end of the text.
     """
     if not _OPENER.search(text):
         return None
@@ -135,7 +145,9 @@ def _fences(text: str) -> list[_Fence] | None:
             continue  # an inline code span, not a fence (CommonMark)
         indent = line[: match.start("fence")].encode("utf-8", "surrogatepass")
         fence_at = line_offsets[index] + len(indent)
-        if not _inside_literal(root, fence_at):
+        # Only a program that parses cleanly can hide a fence-like line in a comment or a
+        # string; in prose, a stray `/*` or quote must not swallow a real fence.
+        if root.has_error or not _inside_literal(root, fence_at):
             live.add(index)
     if not live:
         return None
@@ -150,16 +162,22 @@ def _fences(text: str) -> list[_Fence] | None:
         assert match is not None
         fence = match.group("fence")
         info = match.group("info").strip()
-        tag = info.split()[0].lower().lstrip("{.").rstrip("}") if info else ""
+        tag_match = _TAG.match(info)
+        tag = tag_match.group(1).lower() if tag_match else ""
         candidates = list(_closing_lines(lines, index + 1, fence[0], len(fence)))
         close = len(lines)
         if candidates:
             close = candidates[0]
-            for candidate in candidates:
+            tried = candidates[:_CLOSING_TRIES] if tag in _JS_TAGS or tag == "" else []
+            previous = index
+            for candidate in tried:
+                if any(_is_tagged_opener(line) for line in lines[previous + 1 : candidate]):
+                    break  # past the start of the next tagged block: not this block's end
                 body = "\n".join(lines[index + 1 : candidate])
                 if not _parse(body.encode("utf-8", "surrogatepass")).has_error:
                     close = candidate
                     break
+                previous = candidate
         blocks.append(_Fence(tag, "\n".join(lines[index + 1 : close])))
         index = close + 1
     return blocks
@@ -198,6 +216,26 @@ def _entry_as_given(code: str) -> bool:
     if expression.start_byte != 0 or expression.end_byte != len(wrapped):
         return False
     return _unwrap(expression).type in _FUNCTION_TYPES
+
+
+def entry_form_problem(code: str) -> bool:
+    """Whether ``code`` parses cleanly but is not one expression: ``1) || (2`` style code
+    that would close the executor's parentheses itself. (Code that does not parse at all
+    is left to the engine, whose SyntaxError names the position.)"""
+    wrapped = ("(" + code + "\n)").encode("utf-8", "surrogatepass")
+    root = _parse(wrapped)
+    if root.has_error:
+        return False
+    statements = _statements(root)
+    if len(statements) != 1 or statements[0].type != "expression_statement":
+        return True
+    expression = statements[0].named_children[0] if statements[0].named_child_count else None
+    return (
+        expression is None
+        or expression.type != "parenthesized_expression"
+        or expression.start_byte != 0
+        or expression.end_byte != len(wrapped)
+    )
 
 
 def _ends_with_comment(root: Node, source: bytes) -> bool:
@@ -435,12 +473,14 @@ def normalize_code(text: str) -> str:
         raise TypeError(
             f"normalize_code takes the model's text as a str, got {type(text).__name__}."
         )
-    if not text.strip():
+    # JavaScript reads CR LF and CR as LF (template literals included) and a byte order
+    # mark as white space, so neither changes the program's meaning.
+    stripped = text.replace("\r\n", "\n").replace("\r", "\n").strip().lstrip("\ufeff").strip()
+    if not stripped:
         raise ValueError(
             "There is no program to run: the text is empty. Ask the model for an arrow "
             "function such as `async () => 6 * 7`."
         )
-    stripped = text.strip()
     blocks = _fences(stripped)
     code = stripped if blocks is None else _pick(blocks).strip()
     if not code:

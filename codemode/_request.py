@@ -50,6 +50,19 @@ class Provider(msgspec.Struct, frozen=True):
     tools: tuple[str, ...] = ()
 
 
+def _utf8(field: str, text: str) -> None:
+    """Text crosses to the child as UTF-8: a lone surrogate cannot, so say where it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = text[exc.start]
+        raise InvalidRequest(
+            f"{field} contains a lone surrogate (U+{ord(char):04X}) at index {exc.start}, which "
+            "cannot be encoded as UTF-8; write it as an escape in the JavaScript source "
+            f"(\\u{ord(char):04x})."
+        ) from None
+
+
 def _provider(value: object, index: int) -> Provider:
     name: object
     tools: object
@@ -80,6 +93,7 @@ def _provider(value: object, index: int) -> Provider:
             raise InvalidRequest(
                 f"providers[{index}].tools must hold non-empty strings, got {tool!r}."
             )
+        _utf8(f"providers[{index}].tools", tool)
     return Provider(name, tuple(tools))
 
 
@@ -119,6 +133,7 @@ def resolve_request(
         )
     if not code.strip():
         raise InvalidRequest("code is empty; pass an arrow function such as 'async () => 6 * 7'.")
+    _utf8("code", code)
     provider_list: tuple[Provider, ...] = ()
     if providers is not None:
         if isinstance(providers, (str, bytes, Mapping)) or not isinstance(providers, Sequence):

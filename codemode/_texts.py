@@ -6,6 +6,7 @@ One place for each text, so the executor, the fleet and the docs agree word for 
 from __future__ import annotations
 
 __all__ = [
+    "ENTRY_FORM",
     "NETWORK_DISABLED",
     "format_bytes",
     "host_gone_text",
@@ -13,12 +14,29 @@ __all__ = [
     "memory_text",
     "message_ceiling_text",
     "timeout_text",
+    "well_formed",
 ]
 
 NETWORK_DISABLED = (
     "Outbound fetch is disabled for this execution. "
     "Anything this run needs from outside has to arrive through a tool call."
 )
+
+
+ENTRY_FORM = (
+    "The code must be one arrow or function expression, such as `async () => { ... }`; "
+    "pass model output through normalize_code() first."
+)
+
+
+def well_formed(text: str) -> str:
+    """``text`` with any lone surrogate replaced by U+FFFD: JavaScript strings may hold them,
+    UTF-8 (and so every frame and every host that prints) may not."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def timeout_text(bound_ms: int) -> str:

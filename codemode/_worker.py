@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -83,6 +84,16 @@ class ActiveRun:
     cancel_sent: bool = False
     timed_out: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+def _well_formed_data(value: Any) -> Any:
+    if isinstance(value, str):
+        return _texts.well_formed(value)
+    if isinstance(value, list):
+        return [_well_formed_data(v) for v in value]
+    if isinstance(value, dict):
+        return {_texts.well_formed(k): _well_formed_data(v) for k, v in value.items()}
+    return value
 
 
 def _describe_exit(returncode: int | None) -> str:
@@ -258,8 +269,10 @@ class Worker:
 
     def begin(self, active: ActiveRun) -> None:
         """Hand a run to the child; the host clock's backstop starts now."""
+        frame = encode_frame(active.msg)  # fails here, before the worker is taken
+        assert self.proc is not None and self.proc.stdin is not None
         self.run = active
-        self._write(active.msg)
+        self.proc.stdin.write(frame)
         self._arm_backstop(active)
 
     def _arm_backstop(self, active: ActiveRun) -> None:
@@ -334,13 +347,16 @@ class Worker:
         if active is None or active.msg.run_id != done.run_id:
             return
         self._finish(active)
-        error: str | None
+        error: str | None = done.error
         try:
             result = None if done.result_json is None else msgspec.json.decode(done.result_json)
         except msgspec.DecodeError:
-            result, error = None, "The program's result arrived unreadable."
-        else:
-            error = done.error
+            # msgspec refuses lone surrogate escapes, which JSON.stringify writes for a JS
+            # string holding half a pair: read it with the stdlib and repair those.
+            try:
+                result = _well_formed_data(json.loads(done.result_json or "null"))
+            except ValueError:
+                result, error = None, "The program's result arrived unreadable."
         if done.kind == "lost":
             if not active.future.done():
                 active.future.set_exception(HandleLost("The retained isolate is gone."))

@@ -28,6 +28,7 @@ import asyncio
 import importlib
 import json
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -106,7 +107,13 @@ def _read_program(args: argparse.Namespace, stdin: TextIO) -> str:
         return str(args.code)
     path = str(args.file)
     if path == "-":
-        return stdin.read()
+        raw = getattr(stdin, "buffer", None)
+        if raw is None:
+            return stdin.read()
+        try:
+            return bytes(raw.read()).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _UsageError("cannot read stdin: it is not UTF-8 text") from None
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
@@ -142,6 +149,11 @@ def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO
                 code = normalize_code(code)
             except ValueError as exc:
                 raise _UsageError(str(exc)) from None
+        try:
+            code.encode("utf-8")
+        except UnicodeEncodeError:
+            # -e with bytes that are not UTF-8 arrive as lone surrogates.
+            raise _UsageError("the program is not valid UTF-8 text") from None
     except _UsageError as exc:
         print(f"codemode run: {exc}", file=stderr)
         return EXIT_FAULT
@@ -157,12 +169,21 @@ def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO
         for cause in exc.causes:
             print(f"  caused by: {cause}", file=stderr)
         return EXIT_FAULT
+    except Exception as exc:  # a bug, not the program's failure: never exit 1 for it
+        print(f"codemode run: unexpected failure ({type(exc).__name__}): {exc}", file=stderr)
+        traceback.print_exc(file=stderr)
+        return EXIT_FAULT
     payload = {
         "result": outcome.result,
         "error": outcome.error,
         "logs": [{"level": entry.level, "text": entry.text} for entry in outcome.logs],
     }
-    print(json.dumps(payload, ensure_ascii=False), file=stdout)
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        text.encode(stdout.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        text = json.dumps(payload)  # \u escapes: still the same JSON, in ASCII
+    print(text, file=stdout)
     stdout.flush()
     return EXIT_OK if outcome.error is None else EXIT_PROGRAM_ERROR
 
@@ -184,7 +205,10 @@ def _worker(argv: list[str], stderr: TextIO) -> int:
     if not callable(entry):
         print("codemode worker: workers.cli has no main(argv) to call.", file=stderr)
         return EXIT_FAULT
-    status = entry(argv)
+    try:
+        status = entry(argv)
+    except SystemExit as exc:  # the fleet's own argparse (--help, bad flags)
+        return exc.code if isinstance(exc.code, int) else EXIT_FAULT
     return int(status) if isinstance(status, int) else EXIT_OK
 
 

@@ -279,3 +279,32 @@ def test_executor_bounds_are_validated() -> None:
         IsolateExecutor(pool={"max_workers": 0})
     with pytest.raises(InvalidRequest):
         IsolateExecutor(pool={"workers": 2})
+
+
+def test_lone_surrogates_never_wedge_a_child(executor: SyncIsolateExecutor) -> None:
+    # Half a surrogate pair is ordinary JavaScript; it crosses as U+FFFD.
+    outcome = executor.execute('async () => { console.log("\\ud83d"); return ["\\ud83d", "ok"] }')
+    assert outcome.error is None
+    assert outcome.result == ["\ufffd", "ok"]
+    assert outcome.logs == [LogEntry("log", "\ufffd")]
+    thrown = executor.execute('async () => { throw new Error("bad \\ud800") }')
+    assert thrown.error == "bad \ufffd"
+
+
+def test_code_that_cannot_be_encoded_is_refused_and_the_pool_keeps_serving() -> None:
+    with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+        with pytest.raises(InvalidRequest) as info:
+            ex.execute('async () => "\ud800"')
+        assert "lone surrogate (U+D800)" in str(info.value)
+        assert ex.execute("async () => 1").result == 1
+
+
+def test_code_that_closes_the_parentheses_itself_is_refused(executor: SyncIsolateExecutor) -> None:
+    outcome = executor.execute("async () => 1) || (async () => 2")
+    assert outcome.error is not None and outcome.error.startswith("The code must be one arrow")
+
+
+def test_the_entry_form_hint_only_follows_statements(executor: SyncIsolateExecutor) -> None:
+    assert executor.execute("async () => { return 1 +* 2 }").error == "Unexpected token '*'"
+    statements = executor.execute("const x = 1; x").error
+    assert statements is not None and statements.endswith("pass model output through normalize_code() first.")

@@ -51,6 +51,13 @@ CASES: list[tuple[str, str, str | None, object]] = [
     ("fence-typescript", f"{FENCE}typescript\nreturn 4\n{FENCE}", "async () => { return 4 }", 4),
     ("fence-uppercase-tag", f"{FENCE}JavaScript\n8\n{FENCE}", "async () => (8)", 8),
     ("fence-info-string", f"{FENCE}js title=main.js\n9\n{FENCE}", "async () => (9)", 9),
+    (
+        "fence-tag-with-file",
+        f"{FENCE}javascript:main.js\nreturn 14\n{FENCE}",
+        "async () => { return 14 }",
+        14,
+    ),
+    ("fence-tag-braces", f"{FENCE}{{.js}}\nreturn 15\n{FENCE}", "async () => { return 15 }", 15),
     ("fence-tilde", "~~~js\nreturn 10\n~~~", "async () => { return 10 }", 10),
     ("fence-indented", f"  {FENCE}js\n  async () => 11\n  {FENCE}", "async () => 11", 11),
     ("fence-unclosed", f"{FENCE}js\nasync () => 12", "async () => 12", 12),
@@ -214,14 +221,33 @@ CASES: list[tuple[str, str, str | None, object]] = [
     ("fence-in-template", "const md = `\n\\`\\`\\`js\nx\n\\`\\`\\`\n`\nmd.length", None, 13),
     ("fence-in-string", 'const f = "```js"; f', None, "```js"),
     ("hashbang", "#!/usr/bin/env node\n42", "async () => (\n42\n)", 42),
+    # prose that a tokenizer would read as a comment or a string does not hide the fence
+    (
+        "glob-in-prose",
+        f"Match src/**/*.js like this:\n{FENCE}js\n/** doc */\nasync () => 1\n{FENCE}",
+        "/** doc */\nasync () => 1",
+        1,
+    ),
+    (
+        "comment-opener-in-prose",
+        f"Don't write /* here:\n{FENCE}js\n/* doc */\nasync () => 2\n{FENCE}",
+        "/* doc */\nasync () => 2",
+        2,
+    ),
+    # line endings and a byte order mark do not change the program
+    (
+        "crlf",
+        f"Here:\r\n{FENCE}js\r\nconst a = 1\r\na + 1\r\n{FENCE}\r\nok",
+        "async () => {\nconst a = 1\nreturn (a + 1)\n}",
+        2,
+    ),
+    ("byte-order-mark", "\ufeffreturn 1", "async () => { return 1 }", 1),
     # imports become dynamic imports (the executor decides whether the specifier resolves)
     # and are checked as text below, not run.
 ]
 
 
-@pytest.mark.parametrize(
-    ("source", "expected", "value"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
+@pytest.mark.parametrize(("source", "expected", "value"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_normalizes_and_runs(
     executor: SyncIsolateExecutor, source: str, expected: str | None, value: object
 ) -> None:
@@ -233,9 +259,7 @@ def test_normalizes_and_runs(
     assert outcome.result == value
 
 
-@pytest.mark.parametrize(
-    ("source", "expected", "value"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
+@pytest.mark.parametrize(("source", "expected", "value"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_idempotent(source: str, expected: str | None, value: object) -> None:
     once = normalize_code(source)
     assert normalize_code(once) == once
@@ -288,12 +312,13 @@ def test_imports_become_dynamic_imports() -> None:
     [
         "",
         "   ",
-        "\n\t\n",
+        "\n\t\r\n",
+        "\ufeff",
         f"{FENCE}js\n{FENCE}",
         f"{FENCE}js\n   \n{FENCE}",
         "// nothing\n/* here */",
     ],
-    ids=["empty", "spaces", "whitespace", "empty-fence", "blank-fence", "only-comments"],
+    ids=["empty", "spaces", "whitespace", "bom", "empty-fence", "blank-fence", "only-comments"],
 )
 def test_no_program_raises_value_error(source: str) -> None:
     with pytest.raises(ValueError, match=r"^There is no program to run|only comments"):
@@ -319,9 +344,7 @@ def test_non_string_raises_type_error() -> None:
 
 
 def test_fast() -> None:
-    program = (
-        "const rows = [1, 2, 3]\n" + "let t = 0; for (const r of rows) { t += r }\n" * 60 + "t"
-    )
+    program = "const rows = [1, 2, 3]\n" + "let t = 0; for (const r of rows) { t += r }\n" * 60 + "t"
     fenced = f"Here you go:\n{FENCE}js\n{program}\n{FENCE}\nDone."
     normalize_code(fenced)
     start = time.perf_counter()
@@ -371,9 +394,7 @@ def test_any_text_gives_a_string_or_value_error(text: str) -> None:
     st.integers(-1000, 1000),
     st.sampled_from(["", "js", "javascript", "ts"]),
 )
-def test_arithmetic_in_any_wrapping(
-    executor: SyncIsolateExecutor, a: int, b: int, tag: str
-) -> None:
+def test_arithmetic_in_any_wrapping(executor: SyncIsolateExecutor, a: int, b: int, tag: str) -> None:
     # A module-scoped fixture inside @given is fine: the executor holds no per-example state.
     for form in (
         f"{a} * {b}",

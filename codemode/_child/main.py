@@ -97,10 +97,7 @@ def _set_parent_death_signal() -> None:
 
 def _texts_for(max_message_bytes: int) -> dict[str, str]:
     return {
-        "entryForm": (
-            "The code must be one arrow or function expression, such as "
-            "`async () => { ... }`; pass model output through normalize_code() first."
-        ),
+        "entryForm": _texts.ENTRY_FORM,
         "resultBad": (
             "The program's return value cannot cross to the host as JSON data. Return plain "
             "objects, arrays, strings, numbers, booleans or null."
@@ -332,7 +329,11 @@ class Child:
             state.wake.clear()
             if state.done:
                 return
-            self.take_messages(state, isolate.read_journal())
+            try:
+                self.take_messages(state, isolate.read_journal())
+            except Exception as exc:  # a message the runtime should never have written
+                self.finish(state, "throw", error=f"The runtime sent a message the child could not read ({exc}).")
+                return
             if state.done or not (state.inbox or isolate.journal_full()):
                 continue
             inbox_json = ""
@@ -370,7 +371,7 @@ class Child:
                 continue
             tag = m[0]
             if tag == "l":
-                state.logs.append(LogEntry(str(m[1]), str(m[2])))
+                state.logs.append(LogEntry(_texts.well_formed(str(m[1])), _texts.well_formed(str(m[2]))))
             elif tag == "s":
                 # A synchronous request (a standard library module's source): answer at once,
                 # the isolate is waiting for it.
@@ -386,7 +387,8 @@ class Child:
                     state.wake.set()
                     continue
                 self.open_call(state, call_id)
-                self.send(Call(run_id, call_id, m[2], m[3], m[4]))
+                provider, tool = _texts.well_formed(str(m[2])), _texts.well_formed(str(m[3]))
+                self.send(Call(run_id, call_id, provider, tool, m[4]))
             elif tag == "f":
                 self.open_call(state, m[1])
                 self.send(Fetch(run_id, m[1], m[2]))
@@ -441,6 +443,8 @@ class Child:
         state.done = True
         state.kind = kind
         self.drain_journal(state)
+        if error is not None:
+            error = _texts.well_formed(error)
         self.send(Done(state.msg.run_id, kind, result_json, error, tuple(state.logs)))
         state.finished.set()
 

@@ -551,7 +551,14 @@
       fn = indirectEval('(' + code + '\n)');
     } catch (e) {
       if (e instanceof SyntaxError) {
-        fail(new SyntaxError(`${errorText(e)}. ${texts.entryForm}`));
+        // The hint only helps when the code is statements (it compiles as a function
+        // body); a genuine syntax error inside a good arrow gets the engine's words alone.
+        let statements = false;
+        try {
+          indirectEval('(async function () {\n' + code + '\n})');
+          statements = true;
+        } catch (inner) { /* not a function body either */ }
+        fail(statements ? new SyntaxError(`${errorText(e)}. ${texts.entryForm}`) : e);
       } else {
         fail(e);
       }
