@@ -332,7 +332,8 @@ class Child:
             try:
                 self.take_messages(state, isolate.read_journal())
             except Exception as exc:  # a message the runtime should never have written
-                self.finish(state, "throw", error=f"The runtime sent a message the child could not read ({exc}).")
+                text = f"The runtime sent a message the child could not read ({exc})."
+                self.finish(state, "throw", error=text)
                 return
             if state.done or not (state.inbox or isolate.journal_full()):
                 continue
