@@ -31,7 +31,7 @@ from ._config import (
     PoolConfig,
 )
 from ._dispatch import call_dispatch
-from ._faults import Disposed, InvalidRequest, QueueFull
+from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
     DEFAULT_HANDLE_IDLE_TTL_S,
     HandleTable,
@@ -194,13 +194,18 @@ class IsolateExecutor:
                 f"(max_handles={self._handles.max_handles}); release one before retaining "
                 "another. Nothing ran."
             )
-        for _attempt in range(3):
+        attempts = 4 * self.config.pool.max_workers + 4
+        for _attempt in range(attempts):
             worker = await pool.acquire()
             try:
                 return await self._run_on(worker, request)
             except NeverStarted:
-                continue
-        raise Disposed("No child could take this run; the executor is shutting down.")
+                continue  # that child recycled before taking the run: nothing ran
+        raise WorkerCrashed(
+            f"No child could take this run: {attempts} children in a row recycled before "
+            "starting it. Nothing ran; retry later.",
+            started=False,
+        )
 
     async def _run_on(self, worker: Any, request: ResolvedRequest) -> Outcome:
         started_at = time.monotonic()

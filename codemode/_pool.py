@@ -130,8 +130,11 @@ class Pool:
             self._slots[worker.id] = None
         with contextlib.suppress(ValueError):
             self._idle.remove(worker)
-        if not worker.recycling and worker.ready.done() and not self._closed:
-            log.warning("worker %s exited unexpectedly; replacing it", worker.id)
+        returncode = worker.proc.returncode if worker.proc is not None else None
+        if worker.recycling or returncode == 0 or self._closed or not worker.ready.done():
+            log.info("worker %s exited (planned); replacing it", worker.id)
+        else:
+            log.warning("worker %s exited unexpectedly (status %s); replacing it", worker.id, returncode)
         if not self._closed:
             self._fill()
 

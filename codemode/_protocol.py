@@ -31,6 +31,7 @@ __all__ = [
     "Done",
     "Fetch",
     "HostMessage",
+    "Idle",
     "Invoke",
     "Ready",
     "Recycle",
@@ -139,6 +140,11 @@ class Done(msgspec.Struct, frozen=True, tag="done"):
     result_json: str | None = None
     error: str | None = None
     logs: tuple[LogEntry, ...] = ()
+    settled: bool = True  # False: the engine may still be busy; wait for Idle (or an exit)
+
+
+class Idle(msgspec.Struct, frozen=True, tag="idle"):
+    """The child is ready for another run after a Done that did not say ``settled``."""
 
 
 class Recycle(msgspec.Struct, frozen=True, tag="recycle"):
@@ -147,7 +153,7 @@ class Recycle(msgspec.Struct, frozen=True, tag="recycle"):
     reason: str
 
 
-ChildMessage = Ready | Call | Fetch | Done | Recycle
+ChildMessage = Ready | Call | Fetch | Done | Idle | Recycle
 
 _encoder = msgspec.msgpack.Encoder()
 

@@ -187,7 +187,12 @@ def resolve_request(
     size = len(code.encode("utf-8", "surrogatepass"))
     size += sum(len(p.name) + sum(len(t) for t in p.tools) for p in provider_list)
     if resolved_modules:
-        size += len(msgspec.json.encode(dict(resolved_modules)))
+        try:
+            size += len(msgspec.json.encode(dict(resolved_modules)))
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise InvalidRequest(
+                f"modules must map each specifier to JSON data (a source string or a mapping); {exc}."
+            ) from None
     if size > config.ceilings.max_request_bytes:
         raise InvalidRequest(
             f"the request is {size} bytes, above the operator ceiling max_request_bytes="

@@ -33,6 +33,7 @@ from ._protocol import (
     ChildMessage,
     Done,
     Fetch,
+    Idle,
     Invoke,
     Ready,
     Recycle,
@@ -126,6 +127,8 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backstop: asyncio.TimerHandle | None = None
         self.pid: int | None = None
+        self.held = False
+        """True after a Done that was not settled: no new run until Idle (or exit)."""
         self.retained: int | None = None
         """The run id whose isolate this child keeps for handle invocations, if any."""
 
@@ -241,7 +244,15 @@ class Worker:
                 except msgspec.DecodeError as exc:
                     reason = f"sent a malformed message ({exc})"
                     break
-                self._handle(message)
+                try:
+                    self._handle(message)
+                except Exception as exc:  # never let one message stop the reader
+                    log.exception("worker %s: could not handle %s", self.id, type(message).__name__)
+                    self._fail_active(WorkerCrashed(
+                        f"Worker {self.id}: the host could not handle the child's "
+                        f"{type(message).__name__} message ({type(exc).__name__}).",
+                        started=True,
+                    ))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except Exception as exc:  # a bug here must not leave a caller waiting forever
@@ -262,6 +273,10 @@ class Worker:
                 self._on_fetch(message)
             case Done():
                 self._on_done(message)
+            case Idle():
+                self.held = False
+                if self.retained is None and self.alive and self.run is None:
+                    self.on_idle(self)
             case Recycle():
                 self.recycling = True
 
@@ -342,6 +357,14 @@ class Worker:
         active.tasks.add(task)
         task.add_done_callback(active.tasks.discard)
 
+    def _fail_active(self, exc: ExecutorError) -> None:
+        active = self.run
+        if active is not None:
+            self._finish(active)
+            if not active.future.done():
+                active.future.set_exception(exc)
+            self.held = True  # its state is unknown: only an Idle (or an exit) frees it
+
     def _on_done(self, done: Done) -> None:
         active = self.run
         if active is None or active.msg.run_id != done.run_id:
@@ -350,11 +373,16 @@ class Worker:
         error: str | None = done.error
         try:
             result = None if done.result_json is None else msgspec.json.decode(done.result_json)
-        except msgspec.DecodeError:
+        except Exception:
             # msgspec refuses lone surrogate escapes, which JSON.stringify writes for a JS
             # string holding half a pair: read it with the stdlib and repair those.
             try:
                 result = _well_formed_data(json.loads(done.result_json or "null"))
+            except RecursionError:
+                result, error = None, (
+                    "The program's return value is nested too deeply to cross to the host. "
+                    "Return flatter data."
+                )
             except ValueError:
                 result, error = None, "The program's result arrived unreadable."
         if done.kind == "lost":
@@ -371,6 +399,9 @@ class Worker:
             return  # the child stays with its retained isolate: not idle
         if isinstance(active.msg, Invoke) and done.kind in ("timeout", "memory"):
             self.retained = None  # the child dropped the isolate after the bound
+        if not done.settled:
+            self.held = True  # the engine may still be busy: wait for Idle or an exit
+            return
         if self.retained is None and self.alive:
             self.on_idle(self)
 

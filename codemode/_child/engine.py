@@ -141,7 +141,8 @@ class Isolate:
             return []
         raw = bytes(view[_JOURNAL_HEADER + 2 * self._journal_read : _JOURNAL_HEADER + 2 * written])
         self._journal_read = written
-        return [json.loads(line) for line in raw.decode("utf-16-le", "surrogatepass").split("\n") if line]
+        text = raw.decode("utf-16-le", "surrogatepass")
+        return [json.loads(line) for line in text.split("\n") if line]
 
     def answer_sync(self, seq: int, text: str) -> None:
         """Answer the isolate's synchronous request ``seq`` (it polls the sequence word)."""

@@ -18,7 +18,9 @@ loop after an ``await``), it reports the timeout first and then exits; the host 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
+import json
 import os
 import resource
 import secrets
@@ -39,6 +41,7 @@ from .._protocol import (
     Done,
     Fetch,
     HostMessage,
+    Idle,
     Invoke,
     Ready,
     Recycle,
@@ -48,6 +51,7 @@ from .._protocol import (
     Shutdown,
     encode_frame,
 )
+from .._request import Provider
 
 MB = 1024 * 1024
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -84,6 +88,14 @@ FAULT = os.environ.get("CODEMODE_CHILD_FAULT", "")
 def _rss_bytes() -> int:
     with open("/proc/self/statm", "rb") as f:
         return int(f.read().split()[1]) * _PAGE
+
+
+def _malloc_trim() -> None:
+    """Hand freed heap pages back to the system (glibc keeps them otherwise), so the
+    resident-memory bound measures what the next run uses, not what the last one freed."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).malloc_trim(0)
 
 
 def _set_parent_death_signal() -> None:
@@ -126,6 +138,37 @@ def _texts_for(max_message_bytes: int) -> dict[str, str]:
     }
 
 
+TAMPERED = (
+    "The run's runtime was tampered with: a message it sent is malformed, so the run was "
+    "stopped. Leave the runtime's own objects alone."
+)
+_SHAPES: dict[str, tuple[type | tuple[type, ...], ...]] = {
+    "l": (str, str),
+    "s": (int, str),
+    "c": (int, str, str, str),
+    "f": (int, str),
+    "d": ((str, type(None)),),
+    "e": (str, str),
+    "h": (),
+}
+
+
+def _well_shaped(m: Any) -> bool:
+    if not isinstance(m, list) or not m or not isinstance(m[0], str):
+        return False
+    shape = _SHAPES.get(m[0])
+    if shape is None or len(m) != len(shape) + 1:
+        return False
+    return all(
+        isinstance(v, t) and not isinstance(v, bool) for v, t in zip(m[1:], shape, strict=True)
+    )
+
+
+def parse_lines(text: str) -> list[Any]:
+    """Messages written as one JSON array per line."""
+    return [json.loads(line) for line in text.split("\n") if line]
+
+
 class RunState:
     """Everything one run owns in the child; discarded with its isolate."""
 
@@ -142,6 +185,7 @@ class RunState:
         self.finished = asyncio.Event()
         self.start_task: asyncio.Task[None] | None = None
         self.kind = "ok"
+        self.settled = True
 
 
 class Child:
@@ -164,6 +208,7 @@ class Child:
         self.runs: asyncio.Queue[Run | Invoke | Release] = asyncio.Queue()
         self.closing: set[asyncio.Task[None]] = set()
         self.retained: dict[int, Any] = {}
+        self.handle_providers: dict[int, tuple[Provider, ...]] = {}
 
     async def serve_forever(self) -> None:
         """Runs are served strictly one after another: run N+1 starts only after run N's
@@ -283,6 +328,14 @@ class Child:
         if FAULT == "garbage-frame":
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
+        if _rss_bytes() > self.rss_limit:
+            # The last run's memory is not back yet: wait for its isolate to close.
+            if self.closing:
+                await asyncio.wait(set(self.closing))
+            _malloc_trim()
+            if _rss_bytes() > self.rss_limit:
+                self.send(Recycle("resident memory stayed above the bound between runs"))
+                os._exit(0)
         if isinstance(msg, Invoke):
             isolate = self.retained.get(msg.handle_id)
             if isolate is None:
@@ -351,12 +404,13 @@ class Child:
                 return
             if out:
                 try:
-                    messages = msgspec.json.decode(out)
-                except msgspec.DecodeError:
-                    self.finish(state, "throw", error="The runtime sent an unreadable message.")
+                    messages = parse_lines(out)
+                    self.take_messages(state, isolate.read_journal())
+                    self.take_messages(state, messages)
+                except Exception as exc:
+                    text = f"The runtime sent a message the child could not read ({exc})."
+                    self.finish(state, "throw", error=text)
                     return
-                self.take_messages(state, isolate.read_journal())
-                self.take_messages(state, messages)
 
     def drain_journal(self, state: RunState) -> None:
         """Take what the isolate wrote before the run ended (it may be wedged now)."""
@@ -364,32 +418,27 @@ class Child:
             self.take_messages(state, state.isolate.read_journal(), logs_only=True)
 
     def take_messages(self, state: RunState, messages: list[Any], *, logs_only: bool = False) -> None:
+        """Act on messages from the isolate, checking each one's shape: only the runtime
+        writes them, but a program that tampered with its own isolate must not be able to
+        make the child (or the host) act on something malformed."""
         run_id = state.msg.run_id
         for m in messages:
             if state.done and not logs_only:
                 return
-            if not isinstance(m, list) or not m:
-                continue
+            if not _well_shaped(m):
+                self.finish(state, "throw", error=TAMPERED)
+                return
             tag = m[0]
             if tag == "l":
-                state.logs.append(LogEntry(_texts.well_formed(str(m[1])), _texts.well_formed(str(m[2]))))
+                state.logs.append(LogEntry(_texts.well_formed(m[1]), self.log_text(m[2])))
             elif tag == "s":
                 # A synchronous request (a standard library module's source): answer at once,
                 # the isolate is waiting for it.
-                source = self.stdlib_sources.get(str(m[2]), "")
-                state.isolate.answer_sync(int(m[1]), source)
+                state.isolate.answer_sync(m[1], self.stdlib_sources.get(m[2], ""))
             elif logs_only:
                 continue
             elif tag == "c":
-                call_id = m[1]
-                if len(m[4].encode("utf-8", "surrogatepass")) > self.max_message_bytes:
-                    text = _texts.message_ceiling_text("tool call's argument list", self.max_message_bytes)
-                    state.inbox.append([call_id, msgspec.json.encode({"error": text}).decode()])
-                    state.wake.set()
-                    continue
-                self.open_call(state, call_id)
-                provider, tool = _texts.well_formed(str(m[2])), _texts.well_formed(str(m[3]))
-                self.send(Call(run_id, call_id, provider, tool, m[4]))
+                self.take_call(state, m[1], m[2], m[3], m[4])
             elif tag == "f":
                 self.open_call(state, m[1])
                 self.send(Fetch(run_id, m[1], m[2]))
@@ -406,6 +455,39 @@ class Child:
                 self.finish(state, kind, error=m[1])
             elif tag == "h" and isinstance(state.msg, Run) and state.msg.retain:
                 self.finish(state, "handle")
+
+    def log_text(self, text: str) -> str:
+        """A log line within the message ceiling in UTF-8 bytes (the runtime cuts by code
+        units, which undercounts multi-byte text)."""
+        text = _texts.well_formed(text)
+        limit = self.max_message_bytes
+        if len(text) * 3 <= limit:
+            return text
+        raw = text.encode("utf-8")
+        if len(raw) <= limit:
+            return text
+        marker = f" ... [truncated: a log line may carry at most {_texts.format_bytes(limit)}]"
+        return raw[: limit - len(marker.encode())].decode("utf-8", "ignore") + marker
+
+    def take_call(self, state: RunState, call_id: int, provider: str, tool: str, args_json: str) -> None:
+        declared = {p.name for p in self.providers_of(state)}
+        error: str | None = None
+        if provider not in declared:
+            error = f"{provider} is not a provider declared for this run."
+        elif len(args_json.encode("utf-8", "surrogatepass")) > self.max_message_bytes:
+            error = _texts.message_ceiling_text("tool call's argument list", self.max_message_bytes)
+        if error is not None:
+            state.inbox.append([call_id, msgspec.json.encode({"error": error}).decode()])
+            state.wake.set()
+            return
+        self.open_call(state, call_id)
+        self.send(Call(state.msg.run_id, call_id, provider, _texts.well_formed(tool), args_json))
+
+    def providers_of(self, state: RunState) -> tuple[Provider, ...]:
+        msg = state.msg
+        if isinstance(msg, Run):
+            return msg.providers
+        return self.handle_providers.get(msg.handle_id, ())
 
     def open_call(self, state: RunState, call_id: int) -> None:
         if not state.open_calls and not state.msg.count_host_waits:
@@ -446,7 +528,10 @@ class Child:
         self.drain_journal(state)
         if error is not None:
             error = _texts.well_formed(error)
-        self.send(Done(state.msg.run_id, kind, result_json, error, tuple(state.logs)))
+        start_task = state.start_task
+        settled = kind not in ("timeout", "memory") and (start_task is None or start_task.done())
+        state.settled = settled
+        self.send(Done(state.msg.run_id, kind, result_json, error, tuple(state.logs), settled))
         state.finished.set()
 
     async def dispose(self, state: RunState) -> None:
@@ -456,11 +541,14 @@ class Child:
         one) is kept, unless its invocation hit a bound: then it is dropped."""
         self.run = None
         isolate = state.isolate
-        if state.kind == "handle":
+        if state.kind == "handle" and isinstance(state.msg, Run):
             self.retained[state.msg.run_id] = isolate
+            self.handle_providers[state.msg.run_id] = state.msg.providers
             self.prepare_spare()
             return
         if isinstance(state.msg, Invoke) and state.kind not in ("timeout", "memory"):
+            if not state.settled:
+                self.send(Idle())
             return
         start_task = state.start_task
         stopped = start_task is None or start_task.done()
@@ -483,8 +571,12 @@ class Child:
         else:
             await self.close_isolate(isolate)
         if _rss_bytes() > self.rss_limit:
+            _malloc_trim()
+        if _rss_bytes() > self.rss_limit and not self.closing:
             self.send(Recycle("resident memory stayed above the bound after the run"))
             os._exit(0)
+        if not state.settled:
+            self.send(Idle())  # the host held this child back until now
         self.prepare_spare()
 
     async def close_isolate(self, isolate: Any) -> None:

@@ -74,15 +74,33 @@
   let journalFull = false;
   let outbox = [];
   let finished = false;
+  // Messages are flat arrays of strings, numbers and null. They are encoded here by hand,
+  // so a program that gives Array.prototype or Object.prototype a toJSON (or replaces
+  // String.prototype.charCodeAt) can break only its own run's results, never the framing
+  // of what crosses: JSON.stringify of a primitive never consults toJSON.
+  const StringCharCodeAt = String.prototype.charCodeAt;
+  const encodeMessage = (msg) => {
+    let line = '[';
+    for (let i = 0; i < msg.length; i++) {
+      const v = msg[i];
+      line += (i === 0 ? '' : ',') + (v === null || v === undefined ? 'null'
+        : typeof v === 'number' ? StringCtor(v) : JSONstringify(StringCtor(v)));
+    }
+    return line + ']\n';
+  };
   const ring = () => {
     if (ReflectApply(atomicsExchange, Atomics, [journalHead, 1, 1]) === 0) bell();
   };
   const send = (msg) => {
     if (!journalFull) {
-      const line = JSONstringify(msg) + '\n';
+      const line = encodeMessage(msg);
       const n = line.length;
       if (journalPos + n <= JOURNAL_UNITS) {
-        for (let i = 0; i < n; i++) journalUnits[journalPos + i] = line.charCodeAt(i);
+        if (line.charCodeAt === StringCharCodeAt) {
+          for (let i = 0; i < n; i++) journalUnits[journalPos + i] = line.charCodeAt(i);
+        } else {
+          for (let i = 0; i < n; i++) journalUnits[journalPos + i] = ReflectApply(StringCharCodeAt, line, [i]);
+        }
         journalPos += n;
         ReflectApply(atomicsStore, Atomics, [journalHead, 0, journalPos]);
         ring();
@@ -91,7 +109,7 @@
       journalFull = true;
       ReflectApply(atomicsStore, Atomics, [journalHead, 2, 1]);
     }
-    ReflectApply(ArrayPush, outbox, [msg]);
+    ReflectApply(ArrayPush, outbox, [encodeMessage(msg)]);
     ring();
   };
   const pending = new MapCtor();
@@ -126,7 +144,8 @@
     if (inboxJson) {
       const inbox = JSONparse(inboxJson);
       for (let i = 0; i < inbox.length; i++) {
-        const [id, body] = inbox[i];
+        const id = inbox[i][0];
+        const body = inbox[i][1];
         const entry = ReflectApply(MapGet, pending, [id]);
         if (entry === undefined) continue; // a stale reply: drop it
         ReflectApply(MapDelete, pending, [id]);
@@ -136,7 +155,9 @@
     if (outbox.length === 0) return '';
     const out = outbox;
     outbox = [];
-    return JSONstringify(out);
+    let text = '';
+    for (let i = 0; i < out.length; i++) text += out[i];
+    return text;
   };
 
   // ---- logs ----------------------------------------------------------------------
@@ -305,7 +326,7 @@
   };
   const decodeBody = (s) => {
     const out = new Uint8Array(s.length);
-    for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+    for (let i = 0; i < s.length; i++) out[i] = ReflectApply(StringCharCodeAt, s, [i]);
     return out;
   };
 
@@ -492,10 +513,10 @@
 
   const finish = (msg) => {
     if (finished) return;
+    // Reported through log(), so the entry cap and the line ceiling hold for them too.
+    unhandled.forEach((reason) => log('error', `Unhandled promise rejection: ${errorText(reason)}`));
+    unhandled.clear();
     finished = true;
-    unhandled.forEach((reason) => {
-      send(['l', 'error', `Unhandled promise rejection: ${errorText(reason)}`]);
-    });
     if (logsDropped > 0) {
       send(['l', 'warn', texts.logsDropped.replace('{n}', StringCtor(logsDropped))]);
     }
@@ -543,7 +564,8 @@
     network = net;
     retain = keep === true;
     for (let i = 0; i < providers.length; i++) {
-      const [name, tools] = providers[i];
+      const name = providers[i][0];
+      const tools = providers[i][1];
       define(name, makeProvider(name, tools));
     }
     let fn;
@@ -584,7 +606,9 @@
   // unhandled rejections; state the program keeps in its closures survives between them.
   // Timers that come due between invocations are dropped.
   const invoke = () => {
-    const [plain, net] = JSONparse(takeFed());
+    const payload = JSONparse(takeFed());
+    const plain = payload[0];
+    const net = payload[1];
     network = net;
     finished = false;
     logCount = 0;

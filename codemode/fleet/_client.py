@@ -130,6 +130,7 @@ class FleetExecutor:
         self._start_lock: asyncio.Lock | None = None
         self._sessions: dict[str, tuple[JobSession, asyncio.Task[Outcome]]] = {}
         self._disposed = False
+        self._housekeeping: set[asyncio.Task[None]] = set()
 
     # ---- life cycle -----------------------------------------------------------------
 
@@ -146,8 +147,11 @@ class FleetExecutor:
             return
         self._disposed = True
         for session, task in list(self._sessions.values()):
+            session.closed = True
             task.cancel()
             await session.abandon("The host's executor was disposed.")
+        if self._housekeeping:
+            await asyncio.wait(list(self._housekeeping), timeout=3.0)
         if self._heartbeat is not None:
             await self._heartbeat.stop()
         if self._producer is not None:
@@ -231,8 +235,9 @@ class FleetExecutor:
         job_id = uuid.uuid4().hex
         try:
             admission = await scripts.admit(
-                admission_key(s.key_prefix), job_id, limit=s.fleet_max_jobs,
-                hold_ms=s.queue_timeout_ms + s.key_ttl_ms)
+                admission_key(s.key_prefix), host_key(s.key_prefix, self.host_id), job_id,
+                limit=s.fleet_max_jobs, hold_ms=s.queue_timeout_ms + s.key_ttl_ms,
+                host_ttl_ms=s.host_ttl_ms)
         except BROKER_ERRORS as exc:
             raise broker_unreachable(exc, doing="admitting the job", started=False) from None
         if not admission.admitted:
@@ -265,6 +270,10 @@ class FleetExecutor:
             session.settled = True
             await session.cleanup()
             raise broker_unreachable(exc, doing="enqueueing the job", started=False) from None
+        except asyncio.CancelledError:
+            # The message may have gone out: make sure the job never starts.
+            self._background(session.abandon("The caller stopped waiting for this run."))
+            raise
         return await self._wait(session)
 
     async def _wait(self, session: JobSession) -> Outcome:
@@ -273,6 +282,7 @@ class FleetExecutor:
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
+            session.closed = True
             task.cancel()
             if self._disposed:
                 raise Disposed(
@@ -286,4 +296,10 @@ class FleetExecutor:
             raise
         finally:
             self._sessions.pop(session.spec.job_id, None)
-            await session.cleanup()
+            self._background(session.cleanup())
+
+    def _background(self, coro: Any) -> None:
+        """Housekeeping off the caller's path (the worker already freed the slot)."""
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._housekeeping.add(task)
+        task.add_done_callback(self._housekeeping.discard)

@@ -26,6 +26,7 @@ class HostHeartbeat:
         self.key = key
         self.ttl_ms = ttl_ms
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def beat(self) -> None:
         await self.client.set(self.key, b"1", px=self.ttl_ms)
@@ -38,8 +39,10 @@ class HostHeartbeat:
     async def _run(self) -> None:
         interval = self.ttl_ms / 3000
         failing = False
-        while True:
+        while not self._stopping:
             await asyncio.sleep(interval)
+            if self._stopping:
+                return
             try:
                 await self.beat()
             except BROKER_ERRORS as exc:
@@ -53,10 +56,13 @@ class HostHeartbeat:
 
     async def stop(self) -> None:
         """Stop beating and delete the key: this host's running jobs are told at once."""
+        self._stopping = True
         if self._task is not None:
+            # The flag ends the loop even when a cancel lands inside a Redis command and
+            # is lost there (redis-py's asyncio client does not always re-raise it).
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), 2.0)
             self._task = None
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2.0):

@@ -34,7 +34,7 @@ from .. import _texts
 from .._config import UNSET
 from .._dispatch import tool_error
 from .._executor import IsolateExecutor
-from .._faults import Disposed, ExecutorError, InvalidRequest, JobExpired
+from .._faults import Disposed, ExecutorError, InvalidRequest, JobExpired, WorkerCrashed
 from .._outbound import OutboundRequest, OutboundResponse
 from ._channel import pop, push
 from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
@@ -185,6 +185,12 @@ class _Job:
             )
         except ExecutorError as exc:
             return Failed(exc.to_data())
+        except Exception as exc:  # a bug here must still reach the caller as a fault
+            log.exception("job %s: the worker failed while running it", self.spec.job_id)
+            return Failed(WorkerCrashed(
+                f"Worker {self.runner.worker_id} failed while running the program; the "
+                "program had started.", started=True,
+                causes=(f"{type(exc).__name__}: {exc}",)).to_data())
         return Finished(outcome)
 
     async def _final(self, final: Finished | Failed,
@@ -246,7 +252,9 @@ class _Job:
     # ---- the down channel -------------------------------------------------------------
 
     async def _read_down(self) -> None:
-        while True:
+        # ``ended`` stops the loop within one blocking wait even if a cancel is lost inside
+        # redis-py (its asyncio client does not always re-raise one).
+        while not self.ended:
             try:
                 raw = await pop(self.client, [self.keys.down], MAX_BLOCKING_WAIT_S)
             except BROKER_ERRORS as exc:

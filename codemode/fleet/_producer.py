@@ -35,6 +35,10 @@ class CeleryProducer:
             queue=queue,
             expires=expires_s,
             ignore_result=True,
+            # Celery would put a repr of the arguments (the program's code) in the headers
+            # too: name the job instead, which is cheaper and keeps the code out of logs.
+            argsrepr="()",
+            kwargsrepr=f"{{'job': {spec.job_id!r}}}",
         )
 
     async def send(self, spec: JobSpec, *, queue: str, expires_s: float) -> None:

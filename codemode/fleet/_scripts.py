@@ -4,7 +4,8 @@ All times are Redis time (``TIME``), so hosts and workers with skewed clocks agr
 deadlines. Each script touches one job's keys plus a fleet-wide key; the fleet does not
 support Redis Cluster (the admission key lives in another slot).
 
-* ``admit``: the fleet-wide bound. Drop lapsed slots, refuse past ``limit``, else take one.
+* ``admit``: the fleet-wide bound. Drop lapsed slots, refuse past ``limit``, else take one
+  (and refresh the host's heartbeat).
 * ``claim``: a worker's first act on a job. The first writer of the claim key wins; a job
   past its start-by time, or whose host is gone, is marked and never started.
 * ``heartbeat``: a running job's lease, its keys' expiries, its admission slot; answers
@@ -28,7 +29,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
 _ADMIT: Final = _NOW + """
--- KEYS: admission   ARGV: job_id, limit, hold_ms
+-- KEYS: admission, host   ARGV: job_id, limit, hold_ms, host_ttl_ms
+-- The host's heartbeat is refreshed with every admission, so a worker never finds the
+-- host of a job it was just handed gone (after a Redis restart, say).
+redis.call('SET', KEYS[2], '1', 'PX', tonumber(ARGV[4]))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local n = redis.call('ZCARD', KEYS[1])
 if n >= tonumber(ARGV[2]) then return {0, now, n} end
@@ -124,8 +128,10 @@ class FleetScripts:
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._settle = client.register_script(_SETTLE)
 
-    async def admit(self, admission: str, job_id: str, *, limit: int, hold_ms: int) -> Admission:
-        ok, now, count = await self._admit(keys=[admission], args=[job_id, limit, hold_ms])
+    async def admit(self, admission: str, host: str, job_id: str, *, limit: int, hold_ms: int,
+                    host_ttl_ms: int) -> Admission:
+        ok, now, count = await self._admit(keys=[admission, host],
+                                           args=[job_id, limit, hold_ms, host_ttl_ms])
         return Admission(bool(ok), int(now), int(count))
 
     async def claim(

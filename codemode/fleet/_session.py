@@ -112,6 +112,8 @@ class JobSession:
         self.worker = ""
         self.settled = False
         """True once the job has ended for the worker too (an outcome or fault arrived)."""
+        self.closed = False
+        """Set when the caller left: the loop stops even if a cancel was lost in redis-py."""
         self._seen_calls: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
@@ -128,6 +130,8 @@ class JobSession:
     async def _loop(self) -> Outcome:
         next_check = self._next_check(time.monotonic())
         while True:
+            if self.closed:
+                raise asyncio.CancelledError()
             now = time.monotonic()
             if now >= next_check:
                 await self._check()

@@ -74,6 +74,18 @@ def free_port() -> int:
         return port
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the process that started it dies, so a
+    test run that is itself killed leaves no Redis or worker behind (Linux only)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -133,6 +145,7 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", *REDIS_ARGS],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
         deadline = time.monotonic() + timeout_s
@@ -201,7 +214,8 @@ class WorkerProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True, cwd=str(Path(__file__).resolve().parents[2]),
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
         if wait:

@@ -1,0 +1,186 @@
+"""Fleet versus in-process, measured in one run on this machine.
+
+Starts a private redis-server and one codemode worker (``python -m workers``, threads pool,
+concurrency 2), and an in-process IsolateExecutor with the same pool size, then measures:
+
+* a trivial job's round trip (``() => 0``), fleet and in-process;
+* a job making 10 sequential tool calls, fleet and in-process;
+* one tool call over the reply channel (from the slope of 0 vs 50 sequential calls),
+  against a raw Redis list round trip (RPUSH/BLPOP between two processes, hiredis);
+* throughput of trivial jobs with 16 in flight from one host.
+
+Prints a table and writes ``benchmarks/results/fleet.json``::
+
+    python benchmarks/fleet_bench.py [--runs 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from broker_config import BrokerSettings, WorkerSettings
+from codemode import IsolateExecutor, tool_result
+from codemode.fleet import FleetExecutor
+from codemode.fleet.testing import RedisServer, WorkerProcess
+
+RESULTS = Path(__file__).parent / "results" / "fleet.json"
+TOOLS = [{"name": "t", "tools": ["x"]}]
+TEN_CALLS = "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.x(i); return s }"
+FIFTY_CALLS = "async () => { let s = 0; for (let i = 0; i < 50; i++) s += await t.x(i); return s }"
+
+ECHO = """
+import sys, redis
+r = redis.Redis.from_url(sys.argv[1])
+print("ready", flush=True)
+while True:
+    item = r.blpop(["ping"], timeout=0)
+    if item[1] == b"stop":
+        break
+    r.rpush("pong", item[1])
+"""
+
+
+async def dispatch(provider: str, tool: str, args_json: str) -> str:
+    return tool_result(1)
+
+
+def summarize(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    return {
+        "median_ms": round(statistics.median(ordered), 3),
+        "p95_ms": round(ordered[int(len(ordered) * 0.95) - 1], 3),
+        "mean_ms": round(statistics.fmean(ordered), 3),
+        "n": len(ordered),
+    }
+
+
+async def timed(run: Callable[[], Awaitable[Any]], runs: int, warmup: int = 10) -> list[float]:
+    for _ in range(warmup):
+        await run()
+    samples = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        await run()
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+async def throughput(executor: Any, seconds: float = 3.0, in_flight: int = 16) -> float:
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def lane() -> None:
+        nonlocal done
+        while time.perf_counter() < stop:
+            outcome = await executor.execute("() => 0")
+            assert outcome.error is None, outcome.error
+            done += 1
+
+    began = time.perf_counter()
+    await asyncio.gather(*(lane() for _ in range(in_flight)))
+    return done / (time.perf_counter() - began)
+
+
+def raw_list_round_trip(url: str, runs: int) -> list[float]:
+    echo = subprocess.Popen([sys.executable, "-c", ECHO, url], stdout=subprocess.PIPE)
+    try:
+        assert echo.stdout is not None
+        echo.stdout.readline()
+        client = redis.Redis.from_url(url)
+        samples = []
+        for i in range(runs + 50):
+            began = time.perf_counter()
+            client.rpush("ping", b"x")
+            client.blpop(["pong"], timeout=5)
+            if i >= 50:
+                samples.append((time.perf_counter() - began) * 1000)
+        client.rpush("ping", b"stop")
+        client.close()
+        return samples
+    finally:
+        echo.wait(10)
+
+
+async def measure(url: str, runs: int) -> dict[str, Any]:
+    settings = BrokerSettings(redis_url=url)
+    out: dict[str, Any] = {}
+    async with IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local, \
+            FleetExecutor(settings=settings) as fleet:
+        for name, executor in (("inprocess", local), ("fleet", fleet)):
+            out[f"{name}_trivial"] = summarize(await timed(
+                lambda ex=executor: ex.execute("() => 0"), runs))
+            out[f"{name}_10_tool_calls"] = summarize(await timed(
+                lambda ex=executor: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch),
+                runs))
+            fifty = summarize(await timed(
+                lambda ex=executor: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
+                max(20, runs // 5)))
+            out[f"{name}_one_tool_call"] = {
+                "median_ms": round((fifty["median_ms"] - out[f"{name}_trivial"]["median_ms"])
+                                   / 50, 3),
+                "how": "(median of a 50-call job - median of a trivial job) / 50",
+            }
+            out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
+    out["redis_list_round_trip"] = summarize(raw_list_round_trip(url, runs * 5))
+    return out
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [
+        ("trivial job round trip", "inprocess_trivial", "fleet_trivial"),
+        ("job with 10 tool calls", "inprocess_10_tool_calls", "fleet_10_tool_calls"),
+        ("one tool call", "inprocess_one_tool_call", "fleet_one_tool_call"),
+    ]
+    lines = [f"{'measure (median ms)':<34}{'in-process':>12}{'fleet':>12}", "-" * 58]
+    for label, a, b in rows:
+        lines.append(f"{label:<34}{results[a]['median_ms']:>12.3f}{results[b]['median_ms']:>12.3f}")
+    lines.append(f"{'throughput, 16 in flight (jobs/s)':<34}"
+                 f"{results['inprocess_throughput_per_s']:>12.1f}"
+                 f"{results['fleet_throughput_per_s']:>12.1f}")
+    lines.append(f"{'raw Redis list round trip':<34}{'':>12}"
+                 f"{results['redis_list_round_trip']['median_ms']:>12.3f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
+    with RedisServer() as server:
+        worker = WorkerProcess(BrokerSettings(redis_url=server.url),
+                               WorkerSettings(concurrency=2), name="bench")
+        with worker:
+            results = asyncio.run(measure(server.url, args.runs))
+    results["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "redis_server": subprocess.run(["redis-server", "--version"], capture_output=True,
+                                       text=True).stdout.strip(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "worker": "python -m workers, threads pool, concurrency 2, 2 isolate children",
+        "inprocess": "IsolateExecutor, 2 isolate children",
+    }
+    print(table(results))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

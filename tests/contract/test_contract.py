@@ -1,0 +1,195 @@
+"""The executor contract: every test runs unchanged against the in-process executor and
+the fleet client (see the ``executor`` fixture). A difference between them is a bug."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+import pytest
+
+from codemode import (
+    NETWORK_DISABLED,
+    ExecutorError,
+    InvalidRequest,
+    Outcome,
+    timeout_text,
+    tool_error,
+    tool_result,
+)
+
+pytestmark = pytest.mark.anyio
+
+STORE = [{"name": "store", "tools": ["get", "put"]}]
+
+
+async def test_result_is_json_data(executor: Any) -> None:
+    outcome = await executor.execute("async () => ({ answer: 6 * 7, list: [1, 'a', null] })")
+    assert isinstance(outcome, Outcome)
+    assert outcome.error is None
+    assert outcome.result == {"answer": 42, "list": [1, "a", None]}
+
+
+async def test_logs_keep_level_and_text(executor: Any) -> None:
+    outcome = await executor.execute(
+        "async () => { console.log('a', 1); console.warn('careful'); console.error('bad');"
+        " return 0 }")
+    assert [entry.to_dict() for entry in outcome.logs] == [
+        {"level": "log", "text": "a 1"},
+        {"level": "warn", "text": "careful"},
+        {"level": "error", "text": "bad"},
+    ]
+
+
+async def test_throw_is_an_error_not_an_exception(executor: Any) -> None:
+    outcome = await executor.execute(
+        "async () => { console.log('before'); throw new Error('the order was not found') }")
+    assert outcome.result is None
+    assert outcome.error is not None and "the order was not found" in outcome.error
+    assert [e.text for e in outcome.logs] == ["before"]
+
+
+async def test_timeout_has_the_declared_text(executor: Any) -> None:
+    outcome = await executor.execute("() => { while (true) {} }", timeout=300)
+    assert outcome.error == timeout_text(300)
+
+
+async def test_tool_calls_reach_dispatch_and_return(executor: Any) -> None:
+    seen: list[tuple[str, str, str]] = []
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        seen.append((provider, tool, args_json))
+        return tool_result({"id": msgspec.json.decode(args_json)[0], "total": 12.5})
+
+    outcome = await executor.execute(
+        "async () => { const a = await store.get('o-1'); const b = await store.get('o-2');"
+        " return [a, b.total] }",
+        providers=STORE, dispatch=dispatch)
+    assert outcome.error is None
+    assert outcome.result == [{"id": "o-1", "total": 12.5}, 12.5]
+    assert seen == [("store", "get", '["o-1"]'), ("store", "get", '["o-2"]')]
+
+
+async def test_promise_all_runs_tool_calls_concurrently(executor: Any) -> None:
+    arrived = 0
+    both = asyncio.Event()
+
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 3:
+            both.set()
+        # Each call waits until all three are in flight: sequential calls would time out.
+        await asyncio.wait_for(both.wait(), 5)
+        return tool_result(msgspec.json.decode(args_json)[0])
+
+    outcome = await executor.execute(
+        "async () => await Promise.all([store.get(1), store.get(2), store.get(3)])",
+        providers=STORE, dispatch=dispatch)
+    assert outcome.error is None
+    assert outcome.result == [1, 2, 3]
+
+
+async def test_an_undeclared_tool_name_reaches_dispatch(executor: Any) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        seen.append((provider, tool))
+        if tool not in ("get", "put"):
+            return tool_error(f"{provider}.{tool} is not a tool this host serves.")
+        return tool_result(None)
+
+    outcome = await executor.execute(
+        "async () => { try { await store.dropAll() } catch (e) { return e.message } }",
+        providers=STORE, dispatch=dispatch)
+    assert seen == [("store", "dropAll")]
+    assert outcome.result == "store.dropAll is not a tool this host serves."
+
+
+async def test_a_dispatch_that_raises_rejects_the_call(executor: Any) -> None:
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        raise RuntimeError("database password is hunter2")
+
+    outcome = await executor.execute(
+        "async () => { try { await store.get(1) } catch (e) { return e.message } }",
+        providers=STORE, dispatch=dispatch)
+    assert outcome.error is None
+    assert outcome.result == ("The tool store.get failed in the host (RuntimeError). "
+                              "Try another approach, or report that this tool is failing.")
+    assert "hunter2" not in outcome.result
+
+
+async def test_an_oversized_tool_reply_rejects_the_call(executor: Any) -> None:
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        return tool_result("x" * (2 * 1024 * 1024))
+
+    outcome = await executor.execute(
+        "async () => { try { await store.get(1); return 'took it' } catch (e) {"
+        " return e.message } }",
+        providers=STORE, dispatch=dispatch)
+    assert outcome.error is None
+    assert outcome.result.startswith("The tool store.get answered with more than the")
+
+
+async def test_outbound_none_rejects_fetch_with_the_declared_text(executor: Any) -> None:
+    probe = await executor.execute("() => typeof fetch", outbound=None)
+    if probe.result != "function":
+        pytest.skip("the guest's fetch is not installed in this build yet")
+    outcome = await executor.execute(
+        "async () => { try { await fetch('https://example.com/'); return 'fetched' }"
+        " catch (e) { return e.message } }",
+        outbound=None)
+    assert outcome.result == NETWORK_DISABLED
+
+
+@pytest.mark.parametrize("bad", [
+    {"code": 123},
+    {"code": "   "},
+    {"code": "() => 1", "providers": [{"name": "not an identifier", "tools": []}]},
+    {"code": "() => 1", "providers": STORE},  # tools declared, no dispatch
+    {"code": "() => 1", "timeout": -5},
+    {"code": "() => 1", "outbound": "everything"},
+])
+async def test_invalid_request_raises_invalid_request(executor: Any, bad: dict[str, Any]) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        await executor.execute(**bad)
+    assert isinstance(info.value, ExecutorError)
+    assert info.value.code == "INVALID_REQUEST" and not info.value.retryable
+    assert info.value.started is False
+
+
+async def test_the_guest_has_no_process(executor: Any) -> None:
+    outcome = await executor.execute(
+        "() => [typeof process === 'undefined', typeof require, typeof Buffer]")
+    assert outcome.result == [True, "undefined", "undefined"]
+    bare = await executor.execute("() => process.version")
+    assert bare.error is not None and "process is not defined" in bare.error
+
+
+async def test_an_outbound_policy_decides_every_request_in_the_host(executor: Any) -> None:
+    from codemode import OutboundRequest, OutboundResponse
+
+    probe = await executor.execute("() => typeof fetch", outbound=None)
+    if probe.result != "function":
+        pytest.skip("the guest's fetch is not installed in this build yet")
+    seen: list[tuple[str, str]] = []
+
+    async def policy(request: OutboundRequest) -> OutboundResponse:
+        seen.append((request.method, request.url))
+        if request.host != "api.example":
+            raise PermissionError(f"Requests to {request.host} are not allowed for this run.")
+        if request.url.endswith("/old"):
+            return OutboundResponse(302, [("location", "/new")])
+        return OutboundResponse(200, [("content-type", "text/plain")], b"hello from the host")
+
+    outcome = await executor.execute(
+        "async () => { const r = await fetch('https://api.example/old');"
+        " let refused; try { await fetch('https://evil.example/') } catch (e) {"
+        " refused = e.message } return [r.status, await r.text(), r.redirected, refused] }",
+        outbound=policy)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == [200, "hello from the host", True,
+                              "Requests to evil.example are not allowed for this run."]
+    assert seen == [("GET", "https://api.example/old"), ("GET", "https://api.example/new"),
+                    ("GET", "https://evil.example/")]

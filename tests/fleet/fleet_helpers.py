@@ -1,0 +1,35 @@
+"""Small helpers shared by the fleet tests (imported as ``fleet_helpers``: tests/fleet is on sys.path)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import redis
+
+from codemode.fleet._keys import JobKeys
+
+
+async def eventually(check: Callable[[], object], timeout_s: float, what: str) -> object:
+    """Poll ``check`` until it returns something truthy, or fail naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def job_ids(client: redis.Redis, prefix: str, suffix: str = "claim") -> list[str]:
+    """Job ids that have a key ``suffix`` under ``prefix``."""
+    ids = []
+    for key in client.scan_iter(match=f"{prefix}:job:*:{suffix}"):
+        text = key.decode()
+        ids.append(text[text.index("{") + 1:text.index("}")])
+    return ids
+
+
+def keys_of(prefix: str, job_id: str) -> JobKeys:
+    return JobKeys.of(prefix, job_id)

@@ -1,0 +1,264 @@
+"""The fleet end to end, with a real redis-server and real worker processes.
+
+Each test names the behaviour of the issue it pins down. Faults that kill or restart
+processes are in ``test_fleet_faults.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import msgspec
+import pytest
+import redis
+from fleet_helpers import eventually, job_ids, keys_of
+
+from broker_config import BrokerSettings
+from codemode import (
+    BrokerUnreachable,
+    Disposed,
+    InvalidRequest,
+    JobExpired,
+    Outcome,
+    QueueFull,
+    tool_result,
+)
+from codemode._texts import message_ceiling_text
+from codemode.fleet import FleetExecutor
+from codemode.fleet._keys import admission_key
+from codemode.fleet._wire import Started, ToolReply, decode_up, encode
+from codemode.fleet.testing import free_port
+
+pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
+
+TOOLS = [{"name": "t", "tools": ["slow", "echo"]}]
+
+
+async def test_round_trip_result_logs_and_tool_calls(executor: FleetExecutor) -> None:
+    seen: list[tuple[str, str, str]] = []
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        seen.append((provider, tool, args))
+        return tool_result(msgspec.json.decode(args)[0] * 2)
+
+    outcome = await executor.execute(
+        "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.echo(i);"
+        " console.log('sum', s); return s }",
+        providers=TOOLS, dispatch=dispatch,
+    )
+    assert isinstance(outcome, Outcome)
+    assert outcome.result == 90 and outcome.error is None
+    assert [e.to_dict() for e in outcome.logs] == [{"level": "log", "text": "sum 90"}]
+    assert [call[2] for call in seen] == [f"[{i}]" for i in range(10)]
+
+
+async def test_many_jobs_from_one_host_share_one_pool(executor: FleetExecutor) -> None:
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        await asyncio.sleep(0.01)
+        return tool_result(args)
+
+    outcomes = await asyncio.gather(*(
+        executor.execute(f"async () => [{i}, await t.echo({i})]", providers=TOOLS,
+                         dispatch=dispatch)
+        for i in range(24)))
+    assert [o.result for o in outcomes] == [[i, f"[{i}]"] for i in range(24)]
+
+
+async def test_invalid_request_raises_before_anything_is_enqueued(
+        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    async with FleetExecutor(settings=private_queue) as ex:
+        with pytest.raises(InvalidRequest):
+            await ex.execute(123)
+        with pytest.raises(InvalidRequest):
+            await ex.execute("() => 1", providers=[{"name": "t", "tools": ["x"]}])
+        with pytest.raises(InvalidRequest):
+            await ex.execute("() => 1", retain_handles=True)
+        with pytest.raises(InvalidRequest):
+            await ex.execute("() => 1", modules={"m": object()})
+    assert redis_sync.llen(private_queue.queue) == 0
+
+
+async def test_broker_unreachable_at_submit_is_retryable_and_quick() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    async with FleetExecutor(redis_url=url) as ex:
+        began = time.monotonic()
+        with pytest.raises(BrokerUnreachable) as info:
+            await ex.execute("() => 1")
+    assert time.monotonic() - began < 10
+    assert info.value.retryable and info.value.code == "BROKER_UNREACHABLE"
+    assert info.value.started is False
+    assert "nothing was enqueued" in str(info.value)
+
+
+async def test_admission_bound_refuses_at_once_and_enqueues_nothing(
+        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    # Nobody consumes this queue: admitted jobs stay queued and hold their slots.
+    async with FleetExecutor(settings=private_queue, max_jobs=2, queue_timeout=60_000) as ex:
+        held = [asyncio.ensure_future(ex.execute("() => 1")) for _ in range(2)]
+        await eventually(lambda: redis_sync.llen(private_queue.queue) == 2, 20, "2 queued jobs")
+        began = time.monotonic()
+        with pytest.raises(QueueFull) as info:
+            await ex.execute("() => 3")
+        assert time.monotonic() - began < 1.0
+        assert info.value.retryable and info.value.started is False
+        assert "nothing was enqueued" in str(info.value)
+        assert redis_sync.llen(private_queue.queue) == 2
+        for task in held:
+            task.cancel()
+        await asyncio.gather(*held, return_exceptions=True)
+        # Cancelled jobs gave their slots back: a new one is admitted.
+        assert redis_sync.zcard(admission_key(private_queue.key_prefix)) == 0
+        third = asyncio.ensure_future(ex.execute("() => 4"))
+        await eventually(lambda: redis_sync.llen(private_queue.queue) == 3, 20, "admitted")
+        third.cancel()
+        await asyncio.gather(third, return_exceptions=True)
+
+
+async def test_job_queued_past_its_deadline_expires_and_never_starts(
+        private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: object) -> None:
+    async with FleetExecutor(settings=private_queue, queue_timeout=1_000) as ex:
+        began = time.monotonic()
+        with pytest.raises(JobExpired) as info:
+            await ex.execute("() => 1")
+        waited = time.monotonic() - began
+    assert 0.9 <= waited < 6
+    assert info.value.retryable and info.value.started is False
+    (job_id,) = job_ids(redis_sync, private_queue.key_prefix)
+    keys = keys_of(private_queue.key_prefix, job_id)
+    assert redis_sync.get(keys.claim) == b"expired"
+    # A worker that shows up later takes the message and does not start the job.
+    worker = start_worker(private_queue)  # type: ignore[operator]
+    await eventually(lambda: redis_sync.llen(private_queue.queue) == 0, 30, "the late delivery")
+    await asyncio.sleep(1.0)
+    assert redis_sync.get(keys.claim) == b"expired"
+    assert not any(isinstance(decode_up(m), Started) for m in redis_sync.lrange(keys.up, 0, -1))
+    assert "finished job" not in worker.log_text()
+
+
+async def test_reply_channel_drops_garbage_and_stale_replies_and_bounds_size(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object,
+        caplog: pytest.LogCaptureFixture) -> None:
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        entered.set()
+        await release.wait()
+        return tool_result("late")
+
+    prefix = private_prefix.key_prefix
+    async with FleetExecutor(settings=private_prefix) as ex:
+        task = asyncio.ensure_future(ex.execute(
+            "async () => { try { return await t.slow() } catch (e) { return 'rejected: ' +"
+            " e.message } }",
+            providers=TOOLS, dispatch=dispatch, count_host_waits=False))
+        await asyncio.wait_for(entered.wait(), 30)
+        (job_id,) = job_ids(redis_sync, prefix, "lease")
+        keys = keys_of(prefix, job_id)
+        caplog.set_level(logging.WARNING, logger="codemode.fleet")
+        redis_sync.rpush(keys.up, b"\xc1 not a message")          # garbage to the host
+        redis_sync.rpush(keys.down, b"\xc1 not a reply")           # garbage to the worker
+        redis_sync.rpush(keys.down, encode(ToolReply(99, tool_result(1))))  # stale call id
+        huge = tool_result("x" * (1024 * 1024 + 10))
+        redis_sync.rpush(keys.down, encode(ToolReply(1, huge)))    # oversized reply
+        outcome = await asyncio.wait_for(task, 30)
+        release.set()
+        assert outcome.error is None
+        assert outcome.result.startswith("rejected: The tool t.slow answered with more than")
+        assert "ceiling" in outcome.result
+        assert any("not one" in r.getMessage() for r in caplog.records)
+        # The workers keep serving.
+        again = await ex.execute("() => 'still serving'")
+        assert again.result == "still serving"
+    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    assert "dropped a message on its reply channel" in logs
+    assert "dropped a stale reply to call 99" in logs
+
+
+async def test_oversized_fetch_body_from_policy_is_refused_in_the_host() -> None:
+    from codemode._outbound import OutboundRequest, OutboundResponse
+    from codemode.fleet._session import run_policy
+
+    def policy(request: OutboundRequest) -> OutboundResponse:
+        return OutboundResponse(200, body=b"x" * 2048)
+
+    reply = await run_policy(policy, OutboundRequest("GET", "https://a.example/"), 1024)
+    assert reply.error == message_ceiling_text("response body", 1024)
+
+    def refusing(request: OutboundRequest) -> OutboundResponse:
+        raise PermissionError("Requests to a.example are not allowed for this run.")
+
+    reply = await run_policy(refusing, OutboundRequest("GET", "https://a.example/"), 1024)
+    assert reply.error == "Requests to a.example are not allowed for this run."
+
+
+async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object) -> None:
+    entered = asyncio.Event()
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        entered.set()
+        await asyncio.sleep(3600)
+        return tool_result(None)
+
+    prefix = private_prefix.key_prefix
+    async with FleetExecutor(settings=private_prefix) as ex:
+        task = asyncio.ensure_future(ex.execute(
+            "async () => await t.slow()", providers=TOOLS, dispatch=dispatch,
+            count_host_waits=False))
+        await asyncio.wait_for(entered.wait(), 30)
+        (job_id,) = job_ids(redis_sync, prefix, "lease")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        keys = keys_of(prefix, job_id)
+        await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
+        assert redis_sync.zcard(admission_key(prefix)) == 0
+    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    assert f"job {job_id}: cancelled by its host" in logs
+
+
+async def test_every_key_expires(private_prefix: BrokerSettings,
+                                 redis_sync: redis.Redis) -> None:
+    prefix = private_prefix.key_prefix
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        return tool_result(1)
+
+    async with FleetExecutor(settings=private_prefix) as ex:
+        await ex.execute("async () => await t.echo()", providers=TOOLS, dispatch=dispatch)
+        keys = [k.decode() for k in redis_sync.scan_iter(match=f"{prefix}:*")]
+        assert keys, "the job and host keys exist while the executor lives"
+        for key in keys:
+            ttl = redis_sync.pttl(key)
+            assert 0 < ttl <= private_prefix.key_ttl_ms + private_prefix.queue_timeout_ms, key
+    # Closing the executor deletes its heartbeat key at once.
+    assert not list(redis_sync.scan_iter(match=f"{prefix}:host:*"))
+
+
+async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis) -> None:
+    entered = asyncio.Event()
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        entered.set()
+        await asyncio.sleep(3600)
+        return tool_result(None)
+
+    ex = FleetExecutor(settings=private_prefix)
+    task = asyncio.ensure_future(ex.execute(
+        "async () => await t.slow()", providers=TOOLS, dispatch=dispatch,
+        count_host_waits=False))
+    await asyncio.wait_for(entered.wait(), 30)
+    (job_id,) = job_ids(redis_sync, private_prefix.key_prefix, "lease")
+    await ex.aclose()
+    with pytest.raises(Disposed) as info:
+        await task
+    assert info.value.started is True and not info.value.retryable
+    with pytest.raises(Disposed):
+        await ex.execute("() => 1")
+    # The worker was told: the run stops and its lease goes away.
+    keys = keys_of(private_prefix.key_prefix, job_id)
+    await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")

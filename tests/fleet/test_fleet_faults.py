@@ -1,0 +1,176 @@
+"""Injected faults, each with real processes: the outcome each must produce.
+
+| fault                              | the caller gets                                  |
+|------------------------------------|--------------------------------------------------|
+| worker SIGKILLed mid-job           | WORKER_CRASHED, started=True, within the lease   |
+| its message redelivered later      | refused by the claim: the program never reruns   |
+| Redis restarted mid-job            | BROKER_UNREACHABLE; client and worker reconnect  |
+| host SIGKILLed while its job runs  | pending tool call rejects with host_gone_text(), |
+|                                    | slot freed, keys expire                          |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import redis
+from fleet_helpers import eventually, job_ids, keys_of
+
+from broker_config import BrokerSettings
+from codemode import BrokerUnreachable, Outcome, WorkerCrashed, tool_result
+from codemode._texts import host_gone_text
+from codemode.fleet import FleetExecutor
+from codemode.fleet._keys import admission_key
+from codemode.fleet._wire import Finished, decode_up
+from codemode.fleet.testing import FAST_FAULTS, RedisServer, WorkerProcess
+
+pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
+
+TOOLS = [{"name": "t", "tools": ["slow"]}]
+HERE = Path(__file__).parent
+
+
+def _running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "zombie" not in status
+
+
+async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
+        private_queue: BrokerSettings, redis_sync: redis.Redis,
+        start_worker: Callable[..., WorkerProcess]) -> None:
+    # Short visibility timeout: kombu restores the dead worker's message within seconds,
+    # so the test sees the redelivery that late acks make possible, and its refusal.
+    settings = replace(private_queue, visibility_timeout_s=3, unacked_restore_interval_s=1)
+    victim = start_worker(settings, name="victim")
+    entered = asyncio.Event()
+    calls = 0
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        nonlocal calls
+        calls += 1
+        entered.set()
+        await asyncio.sleep(3600)
+        return tool_result(None)
+
+    async with FleetExecutor(settings=settings) as ex:
+        task = asyncio.ensure_future(ex.execute(
+            "async () => await t.slow()", providers=TOOLS, dispatch=dispatch,
+            count_host_waits=False, timeout=120_000))
+        await asyncio.wait_for(entered.wait(), 30)
+        children = victim.children()
+        assert children, "the worker runs its isolates in children"
+        (job_id,) = job_ids(redis_sync, settings.key_prefix, "lease")
+        victim.kill()
+        killed_at = time.monotonic()
+        with pytest.raises(WorkerCrashed) as info:
+            await asyncio.wait_for(task, 30)
+        noticed = time.monotonic() - killed_at
+    assert info.value.started is True and info.value.retryable
+    assert "the program had started" in str(info.value)
+    assert noticed < settings.lease_ttl_ms / 1000 + 5, noticed
+    # The isolate children died with their worker (parent-death signal).
+    await eventually(lambda: not any(_running(pid) for pid in children), 15,
+                     "the isolate children to exit")
+    # Late acks: the message is restored to the queue and delivered again. The claim
+    # refuses it: the program does not run a second time.
+    rescuer = start_worker(settings, name="rescuer")
+    assert rescuer.wait_for_log(f"refused job {job_id}", 60), rescuer.log_text()[-3000:]
+    assert calls == 1
+    claim = redis_sync.get(keys_of(settings.key_prefix, job_id).claim)
+    assert claim is not None and claim.decode().endswith(str(victim.pid))
+
+
+async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(
+        private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]) -> None:
+    settings = BrokerSettings(redis_url=private_redis.url, **FAST_FAULTS)  # type: ignore[arg-type]
+    worker = start_worker(settings, name="survivor")
+    entered = asyncio.Event()
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        entered.set()
+        await asyncio.sleep(3600)
+        return tool_result(None)
+
+    async with FleetExecutor(settings=settings, queue_timeout=5_000) as ex:
+        assert (await ex.execute("() => 'before'")).result == "before"
+        task = asyncio.ensure_future(ex.execute(
+            "async () => { try { return await t.slow() } catch (e) { return e.message } }",
+            providers=TOOLS, dispatch=dispatch, count_host_waits=False, timeout=120_000))
+        await asyncio.wait_for(entered.wait(), 30)
+        private_redis.restart()
+        with pytest.raises(BrokerUnreachable) as info:
+            await asyncio.wait_for(task, 30)
+        assert info.value.retryable and info.value.started is True
+        # Nothing hangs, and nobody needs restarting: the same executor and the same worker
+        # process serve again once they have reconnected.
+        deadline = time.monotonic() + 90
+        outcome: Outcome | None = None
+        errors: list[str] = []
+        while time.monotonic() < deadline:
+            try:
+                outcome = await ex.execute("() => 'after'")
+                break
+            except (BrokerUnreachable, WorkerCrashed) as exc:
+                errors.append(exc.code)
+                await asyncio.sleep(0.5)
+            except Exception as exc:  # JOB_EXPIRED while the worker reconnects
+                errors.append(getattr(exc, "code", type(exc).__name__))
+        assert outcome is not None and outcome.result == "after", errors
+    assert worker.proc is not None and worker.proc.poll() is None
+    # The running job's pending call was rejected when the reply channel went away.
+    assert "reply channel lost" in worker.log_text()
+
+
+async def test_host_killed_mid_job_frees_the_worker_and_the_slot(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis, tmp_path: Path) -> None:
+    settings = private_prefix
+    env = {**os.environ, **settings.env(), "PYTHONUNBUFFERED": "1"}
+    host = subprocess.Popen([sys.executable, str(HERE / "host_process.py")], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        assert host.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(host.stdout.readline), 60)
+        assert line.strip() == b"entered", line
+        (job_id,) = job_ids(redis_sync, settings.key_prefix, "lease")
+        os.killpg(host.pid, signal.SIGKILL)
+        host.wait(10)
+        killed_at = time.monotonic()
+    finally:
+        if host.poll() is None:
+            os.killpg(host.pid, signal.SIGKILL)
+            host.wait(10)
+    keys = keys_of(settings.key_prefix, job_id)
+
+    def finished() -> Outcome | None:
+        for raw in redis_sync.lrange(keys.up, 0, -1):
+            with_msg = decode_up(raw)
+            if isinstance(with_msg, Finished):
+                return with_msg.outcome
+        return None
+
+    outcome = await eventually(finished, 30, "the worker to notice the host is gone")
+    noticed = time.monotonic() - killed_at
+    assert isinstance(outcome, Outcome)
+    # The program's pending tool call rejected with the declared text.
+    assert outcome.result == host_gone_text()
+    assert noticed < (settings.host_ttl_ms + settings.lease_ttl_ms) / 1000 + 5, noticed
+    assert redis_sync.zscore(admission_key(settings.key_prefix), job_id) is None
+    assert not redis_sync.exists(keys.lease)
+    for key in redis_sync.scan_iter(match=f"{settings.key_prefix}:*"):
+        assert 0 < redis_sync.pttl(key) <= settings.key_ttl_ms + settings.queue_timeout_ms
+    # The worker's slot is free: it serves the next job.
+    async with FleetExecutor(settings=settings) as ex:
+        assert (await ex.execute("() => 7")).result == 7

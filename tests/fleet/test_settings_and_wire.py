@@ -1,0 +1,168 @@
+"""broker_config's choices, the wire messages and the Lua scripts, checked directly."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import msgspec
+import pytest
+import redis.asyncio as aioredis
+
+import codemode.fleet
+from broker_config import (
+    MAX_BLOCKING_WAIT_S,
+    MAX_JOB_SECONDS,
+    BrokerSettings,
+    SettingsError,
+    WorkerSettings,
+)
+from codemode import JobExpired, Outcome
+from codemode._faults import FaultData
+from codemode._outbound import OutboundRequest
+from codemode.fleet._client import make_client
+from codemode.fleet._keys import JobKeys, admission_key, host_key
+from codemode.fleet._scripts import FleetScripts
+from codemode.fleet._wire import (
+    Failed,
+    FetchCall,
+    Finished,
+    JobSpec,
+    Started,
+    ToolReply,
+    decode_down,
+    decode_up,
+    encode,
+    job_from_celery,
+    job_to_celery,
+)
+
+pytestmark = pytest.mark.fleet
+
+
+def test_celery_settings_chosen_for_this_workload() -> None:
+    s = BrokerSettings()
+    conf = s.celery_config()
+    assert conf["task_acks_late"] is True
+    assert conf["task_reject_on_worker_lost"] is True
+    assert conf["worker_prefetch_multiplier"] == 1
+    assert conf["task_serializer"] == "json" and conf["accept_content"] == ["json"]
+    transport = conf["broker_transport_options"]
+    assert transport["visibility_timeout"] >= 2 * MAX_JOB_SECONDS
+    assert transport["unacked_restore_interval"] == s.unacked_restore_interval_s
+    assert transport["socket_timeout"] > MAX_BLOCKING_WAIT_S + 1
+    assert s.redis_kwargs()["socket_timeout"] > MAX_BLOCKING_WAIT_S + 1
+    assert conf["result_expires"] == s.result_expires_s
+    assert conf["task_ignore_result"] is True
+
+
+def test_settings_come_from_the_environment_and_refuse_nonsense() -> None:
+    s = BrokerSettings.from_env({"CODEMODE_REDIS_URL": "redis://r:1/2",
+                                 "CODEMODE_LEASE_TTL_MS": "4000"})
+    assert s.redis_url == "redis://r:1/2" and s.lease_ttl_ms == 4000
+    assert BrokerSettings.from_env(s.env()) == s
+    with pytest.raises(SettingsError):
+        BrokerSettings.from_env({"CODEMODE_REDIS_URL": "http://nope"})
+    with pytest.raises(SettingsError):
+        BrokerSettings(socket_timeout_s=1.0)
+    with pytest.raises(SettingsError):
+        BrokerSettings.from_env({"CODEMODE_LEASE_TTL_MS": "soon"})
+    with pytest.raises(SettingsError):
+        WorkerSettings(pool="prefork")
+    assert WorkerSettings.from_env({"CODEMODE_WORKER_CONCURRENCY": "3"}).concurrency == 3
+
+
+def test_job_travels_as_plain_json_and_back() -> None:
+    spec = JobSpec(job_id="j", host_id="h", key_prefix="p", code="() => 1",
+                   providers=(codemode.Provider("t", ("a", "b")),), network="host",
+                   modules={"m": {"x": 1}}, timeout_ms=300, count_host_waits=False,
+                   start_by_ms=123)
+    data = msgspec.json.decode(msgspec.json.encode(job_to_celery(spec)))  # JSON, nothing else
+    assert job_from_celery(data) == spec
+    with pytest.raises(msgspec.ValidationError):
+        job_from_celery({"job_id": 1})
+
+
+def test_channel_messages_round_trip_and_refuse_garbage() -> None:
+    up = [Started("w:1"), FetchCall(2, OutboundRequest("GET", "https://a/", [("a", "b")], b"\x00")),
+          Finished(Outcome(result=[1, "x"], logs=[])),
+          Failed(FaultData("JOB_EXPIRED", "late", True))]
+    for message in up:
+        assert decode_up(encode(message)) == message
+    assert decode_down(encode(ToolReply(1, '{"result": 1}'))) == ToolReply(1, '{"result": 1}')
+    for garbage in (b"", b"\xc1", encode(ToolReply(1, "x"))):
+        with pytest.raises(msgspec.DecodeError):
+            decode_up(garbage)
+
+
+@pytest.mark.anyio
+async def test_claim_is_first_writer_wins_and_respects_start_by(
+        settings: BrokerSettings) -> None:
+    client: aioredis.Redis = make_client(settings)
+    scripts = FleetScripts(client)
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    try:
+        now_ms = int(time.time() * 1000)
+        await client.set(host_key(prefix, "h"), b"1", px=5_000)
+        args = dict(lease_ttl_ms=3_000, key_ttl_ms=10_000, started=encode(Started("w")),
+                    expired=encode(Failed(JobExpired("late").to_data())))
+
+        def keys(job: str) -> list[str]:
+            k = JobKeys.of(prefix, job)
+            return [k.claim, k.up, k.lease, host_key(prefix, "h"), admission_key(prefix)]
+
+        first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000,
+                                    job_id="a", **args)  # type: ignore[arg-type]
+        again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000,
+                                    job_id="a", **args)  # type: ignore[arg-type]
+        assert (first.state, again.state, again.holder) == ("started", "taken", "w1")
+        late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000,
+                                   job_id="b", **args)  # type: ignore[arg-type]
+        assert late.state == "expired"
+        up = await client.lrange(JobKeys.of(prefix, "b").up, 0, -1)
+        assert isinstance(decode_up(up[0]), Failed)
+        orphan = await scripts.claim([*keys("c")[:3], host_key(prefix, "gone"),
+                                      admission_key(prefix)],
+                                     worker="w1", start_by_ms=now_ms + 60_000, job_id="c",
+                                     **args)  # type: ignore[arg-type]
+        assert orphan.state == "host-gone"
+        # The producer's side of the race: a claimed job cannot be marked expired.
+        settle = await scripts.settle(JobKeys.of(prefix, "a").claim, admission_key(prefix),
+                                      start_by_ms=now_ms - 1, job_id="a", key_ttl_ms=10_000,
+                                      mark="expired", force=True)
+        assert (settle.state, settle.holder) == ("taken", "w1")
+        for key in await client.keys(f"{prefix}:*"):
+            assert await client.pttl(key) > 0
+    finally:
+        for key in await client.keys(f"{prefix}:*"):
+            await client.delete(key)
+        await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_admission_lapses_slots_of_jobs_nobody_finished(settings: BrokerSettings) -> None:
+    client: aioredis.Redis = make_client(settings)
+    scripts = FleetScripts(client)
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    key, host = admission_key(prefix), host_key(prefix, "h")
+
+    async def admit(job: str) -> bool:
+        result = await scripts.admit(key, host, job, limit=1, hold_ms=300, host_ttl_ms=1000)
+        return result.admitted
+
+    try:
+        assert await admit("a")
+        assert not await admit("b")
+        time.sleep(0.4)  # the holder died: its slot lapses by itself
+        assert await admit("c")
+        assert 0 < await client.pttl(key) <= 300
+        assert 0 < await client.pttl(host) <= 1000
+    finally:
+        await client.delete(key, host)
+        await client.aclose()
+
+
+def test_public_names() -> None:
+    assert sorted(codemode.fleet.__all__) == codemode.fleet.__all__
+    for name in codemode.fleet.__all__:
+        assert hasattr(codemode.fleet, name)

@@ -1,0 +1,60 @@
+"""The Celery app of a codemode worker, configured from ``broker_config`` (the environment).
+
+``celery -A workers.app worker`` works too (the pool defaults to threads here); the one
+documented command is ``python -m workers`` (see ``workers/cli.py``).
+
+The worker process never forks a process that has loaded V8, and loads none itself: its
+isolate pool spawns children. The runtime starts when the worker starts (``worker_init``)
+and ends with it (``worker_shutdown``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, signals
+
+from broker_config import BrokerSettings, WorkerSettings
+from codemode.fleet import WorkerRuntime
+
+__all__ = ["READY_MARK", "app", "runtime"]
+
+READY_MARK = "codemode-worker ready"
+"""Printed once the isolate pool is warm and the worker consumes its queue."""
+
+settings = BrokerSettings.from_env()
+worker_settings = WorkerSettings.from_env()
+
+app = Celery("codemode", set_as_current=True)
+app.conf.update(settings.celery_config())
+app.conf.update(worker_settings.celery_config())
+
+runtime = WorkerRuntime(settings, worker_settings)
+
+log = logging.getLogger("codemode.fleet.worker")
+
+
+def _start_runtime(sender: Any = None, **_: Any) -> None:
+    pool = str(getattr(getattr(sender, "pool_cls", None), "__module__", ""))
+    if "prefork" in pool:
+        raise SystemExit(
+            "codemode workers run with --pool threads or --pool solo: a prefork child must not "
+            "run an isolate pool (deadlines are the executor's own, not Celery's).")
+    runtime.start()
+
+
+def _announce(sender: Any = None, **_: Any) -> None:
+    print(f"{READY_MARK} worker={runtime.worker_id} queue={settings.queue} "
+          f"concurrency={worker_settings.concurrency}", flush=True)
+
+
+def _stop_runtime(**_: Any) -> None:
+    runtime.close()
+
+
+signals.worker_init.connect(_start_runtime, weak=False)
+signals.worker_ready.connect(_announce, weak=False)
+signals.worker_shutdown.connect(_stop_runtime, weak=False)
+
+import workers.tasks  # noqa: E402,F401  (registers the execute task on ``app``)

@@ -1,0 +1,25 @@
+"""The execute task: one job, run to its end on this worker's isolate pool.
+
+Late acks and reject-on-worker-lost mean Celery may deliver a job again (a worker died, or
+the visibility timeout passed while it ran). A program that started never runs twice: the
+first thing a worker does is claim the job in Redis (SET NX); a redelivered started job
+finds the claim taken and is refused, and a job past its start-by time is never started.
+The choice: at most once for programs (their tool calls have side effects), with the
+caller told WORKER_CRASHED (started=True) instead of a silent second run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker_config import TASK_NAME
+
+from .app import app, runtime
+
+__all__ = ["execute"]
+
+
+@app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # type: ignore[untyped-decorator]
+def execute(job: dict[str, Any]) -> str:
+    """Run one job; the outcome travels on the job's reply channel, the return is a log line."""
+    return runtime.run_job(job)
