@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import itertools
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
+
+import msgspec
 
 from ._config import (
     DEFAULT_COUNT_HOST_WAITS,
@@ -38,6 +41,7 @@ from ._handles import (
     plain_request,
     response_outcome_result,
 )
+from ._modules import build_module_bundle, normalize_modules, rewrite_dynamic_imports
 from ._normalize import entry_form_problem
 from ._outbound import handle_fetch
 from ._outcome import Outcome
@@ -48,6 +52,9 @@ from ._texts import ENTRY_FORM
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
 __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
+
+_BUNDLE_CACHE = 32
+"""Distinct module maps whose bundles an executor keeps built."""
 
 
 def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
@@ -121,6 +128,7 @@ class IsolateExecutor:
                 f"handle_idle_ttl must be a positive number of seconds, got {handle_idle_ttl!r}."
             )
         self._handles = HandleTable(max_handles, float(handle_idle_ttl))
+        self._bundles: dict[str, str] = {}
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -183,6 +191,7 @@ class IsolateExecutor:
             default_outbound=self._outbound,
             default_modules=self._modules,
         )
+        bundle_key, bundle, code = self._modules_for(request)
         if entry_form_problem(request.code):
             # Code like `1) || (2` would close the executor's parentheses itself: refuse it
             # as the program's own error, before any child is involved.
@@ -198,7 +207,7 @@ class IsolateExecutor:
         for _attempt in range(attempts):
             worker = await pool.acquire()
             try:
-                return await self._run_on(worker, request)
+                return await self._run_on(worker, request, code, bundle_key, bundle)
             except NeverStarted:
                 continue  # that child recycled before taking the run: nothing ran
         raise WorkerCrashed(
@@ -207,19 +216,44 @@ class IsolateExecutor:
             started=False,
         )
 
-    async def _run_on(self, worker: Any, request: ResolvedRequest) -> Outcome:
+    def _modules_for(self, request: ResolvedRequest) -> tuple[str, str | None, str]:
+        """The run's module bundle (built once per distinct map) and its code with every
+        ``import(`` pointed at the bundle's loader. No modules and no ``import(``: nothing."""
+        code = rewrite_dynamic_imports(request.code)
+        specs = normalize_modules(request.modules) if request.modules else {}
+        if code == request.code:
+            return "", None, code  # nothing can reach a loader: the isolate needs none
+        key = hashlib.sha256(
+            msgspec.json.encode(sorted((s.specifier, s.type, s.source) for s in specs.values()))
+        ).hexdigest()
+        bundle = self._bundles.get(key)
+        if bundle is None:
+            bundle = build_module_bundle(specs)
+            if len(self._bundles) >= _BUNDLE_CACHE:
+                self._bundles.pop(next(iter(self._bundles)))
+            self._bundles[key] = bundle
+        return key, bundle, code
+
+    async def _run_on(
+        self, worker: Any, request: ResolvedRequest, code: str, bundle_key: str, bundle: str | None
+    ) -> Outcome:
         started_at = time.monotonic()
         network = "none" if request.outbound is None else ("policy" if callable(request.outbound) else "host")
+        send_bundle = bundle if bundle_key and bundle_key not in worker.known_bundles else None
         msg = Run(
             run_id=next(self._run_ids),
-            code=request.code,
+            code=code,
             providers=request.providers,
             timeout_ms=request.timeout_ms,
             count_host_waits=request.count_host_waits,
             network=network,
             started_at=started_at,
             retain=request.retain_handles,
+            modules_key=bundle_key,
+            modules_bundle=send_bundle,
         )
+        if bundle_key:
+            worker.known_bundles.add(bundle_key)
         outcome = await self._drive(worker, request, msg)
         if outcome.handle is not None:
             self._handles.add(outcome.handle, worker, request)

@@ -9,21 +9,32 @@ JavaScript inside the run's isolate. Everything here is pure Python: the executo
 * :func:`build_module_bundle`, one function expression ``(host) => loader`` it evaluates in
   the isolate before the program runs; ``loader.import`` is what ``__cmi_`` must call.
 
-How a module runs (the reasons are positions and live bindings):
+How a module runs (the reasons are positions and speed):
 
-* An ESM module is evaluated by a *direct* ``eval`` inside a strict function that sits in a
-  ``with (scope)`` block. Direct eval numbers lines and columns from the module's own first
+* Each module's source is evaluated by a *direct* ``eval`` inside a small wrapper function
+  generated for it. Direct eval numbers lines and columns from the module's own first
   character and honours ``//# sourceURL=codemode:module/<specifier>``, so stack traces point
-  into the original source. ``scope`` is a null-prototype object whose getters are the
-  module's imports, so imports are live bindings without renaming a single identifier.
+  into the original source, and a strict wrapper keeps every lookup as fast as in a plain
+  function (no ``with``, no sloppy ``var`` leaking into the wrapper).
+* An ESM module's imports are ``let`` bindings of its wrapper. The loader writes them when
+  the module starts, again once its dependencies have run, after each exported declaration
+  of the exporting module runs, and when the exporting module finishes: a cycle sees a
+  binding once it is initialised. Namespace objects read through getters, so they are live.
 * Import and export statements are overwritten in place with spaces (line breaks kept), or
   with same-width code: ``export default <expr>`` becomes ``__cmi_d=<expr>``, an anonymous
   ``export default function`` becomes ``function __cmi_f``. A hoisted function ``__cmi_``
   appended after the last line hands the loader a reader of the module's exported bindings;
   a call ``__cmi_();`` placed in the blank left by the first import registers that reader and
   evaluates the dependencies before the body, which is what makes cycles behave as in JS.
-* A CJS module is evaluated the same way (sloppy, ``this`` = ``module.exports``) with
-  ``module``, ``exports`` and ``require`` in its scope object; a JSON module is ``JSON.parse``.
+  ``;__cmiU("x")`` after an exported declaration (on its last line, so at most the rest of
+  that line moves) tells the loader the binding is initialised.
+* A CJS module runs sloppy with ``this`` = ``module.exports`` in a wrapper whose parameters
+  are ``module, exports, require`` and which declares the module's top-level ``var`` names (so
+  sloppy eval adds nothing dynamic to it). One with a top-level ``return`` is compiled as that
+  function instead (its first line's columns move by the header). A JSON module is
+  ``JSON.parse``.
+* tree-sitter finds what to rewrite. A problem it sees at the top level fails the module with
+  its position; one inside a function is only a hint, since V8 decides what compiles.
 
 Transforms are cached per process on (specifier, type, sha256(source)).
 """
@@ -36,7 +47,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
@@ -67,11 +78,11 @@ SOURCE_URL_PREFIX: Final = "codemode:module/"
 """Stack traces name a module's frames ``codemode:module/<specifier>:line:column``."""
 
 _PREFIX: Final = "__cmi_();"  # registers the module's exports, then evaluates its dependencies
-_DEFAULT_SLOT: Final = "__cmi_d="  # `export default <expr>` assigns through the scope's setter
+_DEFAULT_SLOT: Final = "__cmi_d="  # `export default <expr>` assigns the wrapper's `__cmi_d`
 _ANON_DEFAULT: Final = "__cmi_f"  # the name given to `export default function () {}`
 _DEFAULT_LOCAL: Final = "*default*"  # the loader's name for the value stored through __cmi_d
 _META: Final = "__cmiM"  # `import.meta` (blank-padded to the same width)
-_LOADER_URL: Final = "codemode:module-loader"  # the eval calls (compile errors are thrown here)
+_LOADER_URL: Final = "codemode:module-loader"  # the wrappers: compile errors are thrown there
 _BUNDLE_URL: Final = "codemode:module-bundle"
 _LINE_BREAKS: Final = "\n\r\u2028\u2029"
 _MAX_LISTED: Final = 20
@@ -167,6 +178,7 @@ _QUERY: Final = Query(
     (return_statement) @return
     """,
 )
+_IMPORT_CALLS: Final = Query(_LANGUAGE, "(call_expression function: (import) @import)")
 _local = threading.local()  # tree-sitter parsers are not shared between threads
 
 _FUNCTION_BOUNDARIES: Final = frozenset(
@@ -296,7 +308,7 @@ def rewrite_dynamic_imports(code: str) -> str:
         return code
     data = bytearray(code.encode("utf-8", "surrogatepass"))
     tree = _parser().parse(bytes(data))
-    found = QueryCursor(_QUERY).captures(tree.root_node).get("import", [])
+    found = QueryCursor(_IMPORT_CALLS).captures(tree.root_node).get("import", [])
     if not found:
         return code
     replacement = DYNAMIC_IMPORT.encode("ascii")
@@ -314,15 +326,20 @@ class TransformedModule:
     """What the loader needs of one module; ``error`` set means importing it throws that text.
 
     ``code`` is the JavaScript the loader evaluates (ESM and CJS: the rewritten source plus a
-    tail after its last line; JSON: the JSON text). ``imports`` rows are ``(local, specifier,
-    imported name or '*', position)``, ``exports`` rows ``(exported name, local)``,
-    ``indirect`` rows ``(exported name, specifier, imported name or '*', position)``.
+    tail after its last line; JSON: the JSON text); ``wrapper`` is the function it runs in
+    (None: ``code`` is itself a function expression); ``hint`` is where tree-sitter saw a
+    problem inside a function, for V8's error if the module does not compile.
+    ``imports`` rows are ``(local, specifier, imported name or '*', position)``, ``exports``
+    rows ``(exported name, local)``, ``indirect`` rows ``(exported name, specifier, imported
+    name or '*', position)``.
     """
 
     specifier: str
     type: ModuleType
     code: str | None
     error: str | None = None
+    wrapper: str | None = None
+    hint: str | None = None
     deps: tuple[str, ...] = ()
     imports: tuple[tuple[str, str, str, str], ...] = ()
     exports: tuple[tuple[str, str], ...] = ()
@@ -340,6 +357,8 @@ class TransformedModule:
                 {
                     "code": self.code,
                     "error": self.error,
+                    "wrapper": self.wrapper,
+                    "hint": self.hint,
                     "deps": self.deps,
                     "imports": self.imports,
                     "exports": self.exports,
@@ -374,7 +393,7 @@ def transform_module(spec: ModuleSpec) -> TransformedModule:
     return _transform_cached(spec.specifier, spec.type, _SourceKey(spec.source))
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)
 def _transform_cached(specifier: str, kind: ModuleType, key: _SourceKey) -> TransformedModule:
     source = key.text
     assert source is not None
@@ -403,13 +422,22 @@ def _transform_json(specifier: str, source: str) -> TransformedModule:
     return TransformedModule(specifier, "json", source)
 
 
-def _parse(text: _Text) -> Node:
+def _parse(text: _Text) -> tuple[Node, str | None]:
+    """The tree, and where tree-sitter saw a problem only inside a function (or None).
+
+    tree-sitter's JavaScript grammar is looser and stricter than V8's in places (it rejects
+    `() => {}` followed by a line starting with `[`), so a problem inside a function body is
+    only a hint: V8 judges when it compiles the module, and its error gets this position.
+    A problem at the top level, where imports and exports live, stops the transform.
+    """
     root = _parser().parse(text.data).root_node
+    hint = None
     if root.has_error:
-        error = _describe_error(text, root)
-        if error is not None:
-            raise _ModuleSyntaxError(error)
-    return root
+        for node, message in _errors(text, root):
+            if _top_level(node):
+                raise _ModuleSyntaxError(message)
+            hint = hint or message.split(" at ", 1)[1].split(" ", 1)[0]
+    return root, hint
 
 
 _SKIP_BLANKS = re.compile(rb"(?:[ \t\f\v]|/\*(?:(?!\*/)[^\n\r])*\*/)*")
@@ -425,33 +453,33 @@ def _asi(text: _Text, node: Node) -> bool:
     data = text.data
     at = _SKIP_BLANKS.match(data, node.start_byte)
     rest = data[at.end() if at else node.start_byte :][:2]
-    return rest[:1] in (b"", b"\n", b"\r", b"}") or rest == b"//" or rest.startswith("\u2028".encode())
+    return rest[:1] in (b"", b"\n", b"\r", b"}") or rest == b"//" or rest[:2] == b"\xe2\x80"  # U+2028/9
 
 
-def _describe_error(text: _Text, root: Node) -> str | None:
-    """The first real ERROR/MISSING node, as `Unexpected token at L:C (near 'x')` or
-    `Expected 'x' at L:C`; None when tree-sitter only missed semicolons JS inserts."""
+def _errors(text: _Text, root: Node) -> Iterator[tuple[Node, str]]:
+    """Each ERROR/MISSING node tree-sitter left (outermost first), described as
+    `Unexpected token at L:C (near 'x')` or `Expected 'x' at L:C`; MISSING semicolons that
+    JavaScript inserts itself are not errors."""
     stack = [root]
     while stack:
         node = stack.pop()
         if node.is_missing:
-            if node.type == ";" and _asi(text, node):
-                continue
-            return f"Expected '{node.type}' at {text.node_position(node)}"
-        if node.is_error:
+            if not (node.type == ";" and _asi(text, node)):
+                yield node, f"Expected '{node.type}' at {text.node_position(node)}"
+        elif node.is_error:
+            inner = node
             while True:  # the innermost error is nearest the offending token
-                inner = next((c for c in node.children if c.is_error), None)
-                if inner is None:
+                nested = next((c for c in inner.children if c.is_error), None)
+                if nested is None:
                     break
-                node = inner
-            leaf = node
+                inner = nested
+            leaf = inner
             while leaf.child_count:
                 leaf = leaf.children[-1]
             near = text.text(leaf).split("\n", 1)[0][:24]
-            return f"Unexpected token at {text.node_position(leaf)} (near '{near}')"
-        if node.has_error:
+            yield node, f"Unexpected token at {text.node_position(leaf)} (near '{near}')"
+        elif node.has_error:
             stack.extend(reversed(node.children))
-    return None
 
 
 def _top_level(node: Node) -> bool:
@@ -463,13 +491,13 @@ def _top_level(node: Node) -> bool:
     return True
 
 
-def _scan(text: _Text, root: Node, *, esm: bool) -> list[_Edit]:
-    """Dynamic imports and import.meta rewritten; top-level await/return refused."""
+def _scan(text: _Text, root: Node, *, esm: bool) -> tuple[list[_Edit], bool]:
+    """Dynamic imports and import.meta rewritten; top-level await refused. The flag says
+    whether there is a top-level `return` (illegal in ESM, allowed in CommonJS)."""
     found = QueryCursor(_QUERY).captures(root)
-    for node in found.get("return", []):
-        if _top_level(node):
-            what = "Illegal return statement" if esm else "A top-level return is not supported in cjs modules"
-            raise _ModuleSyntaxError(f"{what} at {text.node_position(node)}")
+    returns = [node for node in found.get("return", []) if _top_level(node)]
+    if returns and esm:
+        raise _ModuleSyntaxError(f"Illegal return statement at {text.node_position(returns[0])}")
     if esm:
         for node in found.get("await", []):
             if _top_level(node):
@@ -484,7 +512,7 @@ def _scan(text: _Text, root: Node, *, esm: bool) -> list[_Edit]:
     if esm:
         metas = found.get("meta", [])
         edits += [_Edit(text.char(n.start_byte), text.char(n.end_byte), (_META,)) for n in metas]
-    return edits
+    return edits, bool(returns)
 
 
 def _source_url(specifier: str) -> str:
@@ -493,9 +521,54 @@ def _source_url(specifier: str) -> str:
 
 def _transform_cjs(specifier: str, source: str) -> TransformedModule:
     text = _Text(source)
-    root = _parse(text)
-    code = _apply(source, _scan(text, root, esm=False))
-    return TransformedModule(specifier, "cjs", code + _source_url(specifier))
+    root, hint = _parse(text)
+    edits, returns = _scan(text, root, esm=False)
+    if returns:
+        # Only a function body may `return`: this module is compiled as one, which moves the
+        # columns of its first line (and only those) by the width of the header.
+        edits += [
+            _Edit(text.char(n.start_byte), text.char(n.end_byte), ())
+            for n in root.named_children
+            if n.type == "hash_bang_line"
+        ]
+        head = f"(function (module, exports, require, {DYNAMIC_IMPORT}) {{"
+        code = head + _apply(source, edits) + "\n})" + _source_url(specifier)
+        return TransformedModule(specifier, "cjs", code, hint=hint)
+    code = _apply(source, edits)
+    names = [n for n in dict.fromkeys(_hoisted_vars(text, root)) if n not in ("eval", "arguments")]
+    declare = f"var {', '.join(names)}; " if names else ""
+    wrapper = _wrapper(
+        f"function (module, exports, require, {DYNAMIC_IMPORT}, __cmiSrc) "
+        f"{{ {declare}return eval(__cmiSrc); }}"
+    )
+    return TransformedModule(specifier, "cjs", code + _source_url(specifier), wrapper=wrapper, hint=hint)
+
+
+def _wrapper(function: str) -> str:
+    """A factory that binds the real ``eval`` (so calls stay direct) around ``function``."""
+    return (
+        f"(function (__cmiEval) {{ var eval = __cmiEval; return {function}; }})\n//# sourceURL={_LOADER_URL}"
+    )
+
+
+def _hoisted_vars(text: _Text, root: Node) -> list[str]:
+    """Every name sloppy code hoists to its top level: `var`s and function declarations
+    outside functions (Annex B hoists those in blocks too)."""
+    names: list[str] = []
+    stack = list(root.named_children)
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind == "variable_declaration":
+            names += [text.text(n) for n in _declared_names(node)]
+        elif kind == "for_in_statement" and any(c.type == "var" for c in node.children):
+            names += [text.text(n) for n in _bound_names(node.child_by_field_name("left"))]
+        elif kind in _HOISTED:
+            names += [text.text(n) for n in _declared_names(node)]
+            continue
+        if kind not in _FUNCTION_BOUNDARIES and kind != "class_declaration" and kind != "class":
+            stack.extend(node.named_children)
+    return names
 
 
 _UNESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]+\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|\r\n|[\s\S])")
@@ -555,6 +628,7 @@ def _declared_names(node: Node) -> list[Node]:
 
 
 _HOISTED: Final = frozenset({"function_declaration", "generator_function_declaration"})
+_DECLARATIONS: Final = frozenset({"lexical_declaration", "variable_declaration", "class_declaration"})
 
 
 @dataclass
@@ -572,8 +646,10 @@ class _Esm:
     local_exports: list[tuple[str, Node, Node]] = field(default_factory=list)  # (exported, local, at)
     declared: dict[str, str] = field(default_factory=dict)  # name -> "import" | "declaration"
     exported_at: dict[str, Node] = field(default_factory=dict)
-    # (edit index or None, statement) for each top-level statement, to place the prefix
+    # (edit index or None, statement, runs) for each top-level statement, to place the prefix
     statements: list[tuple[int | None, Node, bool]] = field(default_factory=list)
+    # (statement, names it declares) for top-level let/const/var/class declarations
+    declarations: list[tuple[Node, list[str]]] = field(default_factory=list)
 
     def span(self, start: Node, end_byte: int, tokens: tuple[str, ...]) -> int:
         text = self.text
@@ -603,9 +679,9 @@ class _Esm:
 
 def _transform_esm(specifier: str, source: str) -> TransformedModule:
     text = _Text(source)
-    root = _parse(text)
+    root, hint = _parse(text)
     esm = _Esm(text)
-    esm.edits.extend(_scan(text, root, esm=True))
+    esm.edits.extend(_scan(text, root, esm=True)[0])
     import_locals: dict[str, tuple[str, str]] = {}
     for stmt in root.named_children:
         if stmt.type == "import_statement":
@@ -613,14 +689,14 @@ def _transform_esm(specifier: str, source: str) -> TransformedModule:
         elif stmt.type == "export_statement":
             _export_statement(esm, stmt)
         else:
-            if stmt.type in ("lexical_declaration", "variable_declaration", "class_declaration") or (
-                stmt.type in _HOISTED
-            ):
+            if stmt.type in _DECLARATIONS or stmt.type in _HOISTED:
                 for name in _declared_names(stmt):
                     esm.declare(name)
+            if stmt.type in _DECLARATIONS:
+                esm.declarations.append((stmt, [text.text(n) for n in _declared_names(stmt)]))
             executable = not (
                 stmt.type in _HOISTED
-                or stmt.type in ("comment", "hashbang_line", "empty_statement")
+                or stmt.type in ("comment", "hash_bang_line", "empty_statement")
                 or (stmt.type == "expression_statement" and stmt.named_children[0].type == "string")
             )
             esm.statements.append((None, stmt, executable))
@@ -631,12 +707,16 @@ def _transform_esm(specifier: str, source: str) -> TransformedModule:
             esm.indirect.append((exported, spec, imported, text.node_position(at)))
         else:
             esm.exports.append((exported, local))
+    _notify_after_declarations(esm)
     placed = _place_prefix(esm)
     code = _apply(source, esm.edits)
+    locals_ = list(dict.fromkeys(local for local, *_ in esm.imports))
     return TransformedModule(
         specifier,
         "esm",
         code + _tail(esm, placed) + _source_url(specifier),
+        wrapper=_esm_wrapper(locals_),
+        hint=hint,
         deps=tuple(esm.deps),
         imports=tuple(esm.imports),
         exports=tuple(esm.exports),
@@ -689,6 +769,8 @@ def _export_statement(esm: _Esm, stmt: Node) -> None:
             esm.indirect.append((_name(text, name_node), spec, "*", at))
         elif clause is not None:
             for item in clause.named_children:
+                if item.type != "export_specifier":
+                    continue
                 name, alias = _specifier_names(text, item)
                 esm.export_name(_name(text, alias), alias)
                 esm.indirect.append((_name(text, alias), spec, _name(text, name), at))
@@ -705,6 +787,8 @@ def _export_statement(esm: _Esm, stmt: Node) -> None:
         if is_default:
             esm.export_name("default", stmt)
             esm.exports.append(("default", text.text(names[0])))
+        if declaration.type in _DECLARATIONS:
+            esm.declarations.append((stmt, [text.text(n) for n in names]))
         index = esm.span(stmt, declaration.start_byte, (";",))
         esm.statements.append((index, stmt, declaration.type not in _HOISTED))
     elif value is not None:
@@ -720,11 +804,14 @@ def _export_statement(esm: _Esm, stmt: Node) -> None:
             esm.statements.append((index, stmt, False))
         else:
             esm.exports.append(("default", _DEFAULT_LOCAL))
+            esm.declarations.append((stmt, [_DEFAULT_LOCAL]))
             index = esm.span(stmt, value.start_byte, (";", _DEFAULT_SLOT))
             esm.statements.append((index, stmt, True))
     else:  # export { a as b }
         clause = next((c for c in stmt.named_children if c.type == "export_clause"), None)
         for item in clause.named_children if clause is not None else []:
+            if item.type != "export_specifier":
+                continue
             name, alias = _specifier_names(text, item)
             exported = _name(text, alias)
             esm.export_name(exported, alias)
@@ -758,15 +845,47 @@ def _place_prefix(esm: _Esm) -> bool:
     return False
 
 
+def _notify_after_declarations(esm: _Esm) -> None:
+    """``;__cmiU("a")`` after each top-level declaration of an exported binding.
+
+    Inserted at the end of the statement's last line, so only code after it on that line
+    moves; it lets a module in a cycle see the binding as soon as it is initialised.
+    """
+    exported = {local for _, local in esm.exports}
+    for stmt, names in esm.declarations:
+        hits = [name for name in names if name in exported]
+        if hits:
+            end = esm.text.char(stmt.end_byte)
+            esm.edits.append(_Edit(end, end, (f";__cmiU({','.join(json.dumps(n) for n in hits)})",)))
+
+
+def _esm_wrapper(locals_: Sequence[str]) -> str:
+    """The strict function an ESM module's source is evaluated in: its imports are locals
+    the loader sets through ``__cmiCtx.set``; the hidden names the transform uses are too."""
+    declare = f"let {', '.join(locals_)}; " if locals_ else ""
+    cases = "".join(f"case {json.dumps(n)}: {n} = __cmiV; return; " for n in locals_)
+    return _wrapper(
+        "function (__cmiCtx) { 'use strict'; "
+        + declare
+        + "let __cmi_d = __cmiCtx.U; "
+        + "const __cmiL = __cmiCtx.L, __cmiI = __cmiCtx.I, __cmiU = __cmiCtx.N, __cmiM = __cmiCtx.M; "
+        + f"__cmiCtx.set = function (__cmiN, __cmiV) {{ switch (__cmiN) {{ {cases}}} }}; "
+        + "return eval(__cmiCtx.src); }"
+    )
+
+
 def _tail(esm: _Esm, placed: bool) -> str:
     """After the last line: the registration call unless placed earlier, and ``__cmi_``.
 
     ``__cmi_()`` hands the loader a reader of the module's exported bindings (closures, so
-    they stay live and respect the temporal dead zone); ``__cmi_(specifier)`` is a dynamic
-    import from inside the module.
+    namespaces stay live and respect the temporal dead zone); ``__cmi_(specifier)`` is a
+    dynamic import from inside the module.
     """
-    locals_ = dict.fromkeys(local for _, local in esm.exports if local != _DEFAULT_LOCAL)
-    cases = "".join(f"case {json.dumps(local)}:return {local};" for local in locals_)
+    locals_ = dict.fromkeys(local for _, local in esm.exports)
+    cases = "".join(
+        f"case {json.dumps(local)}:return {'__cmi_d' if local == _DEFAULT_LOCAL else local};"
+        for local in locals_
+    )
     return (
         "\n;"
         + ("" if placed else _PREFIX)
@@ -782,44 +901,37 @@ def _tail(esm: _Esm, placed: bool) -> str:
 def build_module_bundle(modules: Mapping[str, Any] | None) -> str:
     """One JavaScript function expression ``(host) => loader`` for the run's module map.
 
-    Evaluate it in the isolate (global scope, before the program runs, while
-    ``globalThis.eval`` is still the built-in) and call it; ``loader.import(specifier)``
-    returns a Promise of the module namespace and ``loader.specifiers`` lists the map.
-    ``host`` may be omitted; ``host.eval`` overrides the ``eval`` the loader captures.
+    In the isolate, before the program runs (while ``globalThis.eval`` is still the
+    built-in)::
+
+        const loader = (0, eval)(bundle)();          // indirect eval of the bundle alone
+        Object.defineProperty(globalThis, '__cmi_', { value: loader.import });
+
+    and run ``rewrite_dynamic_imports(code)`` instead of ``code``. ``loader.import(specifier)``
+    returns a Promise of the module namespace; ``loader.specifiers`` lists the map. ``host``
+    may be omitted; ``host.eval`` replaces the ``eval`` the loader would capture from the
+    global (it must be the built-in ``eval`` itself, so module evaluation stays direct).
+    The bundle ends in a ``//# sourceURL`` comment and a line break: evaluate it on its own.
     """
     specs = normalize_modules(modules)
     records = ",".join(transform_module(spec).record for spec in specs.values())
     return f"(host) => ({_LOADER})(host, {_CONFIG}, [{records}])\n//# sourceURL={_BUNDLE_URL}\n"
 
 
-# The loader. Everything it uses is captured when the bundle is called, before the program
-# can touch a built-in; plain index loops (no iterators) and null-prototype descriptors keep
-# a program that monkeypatches prototypes from reaching into it.
-_RUNNERS: Final = f"""(function (__cmiEval) {{
-  var eval = __cmiEval;
-  return {{
-    esm: function (__cmiScope) {{
-      with (__cmiScope) {{ return function (__cmiSrc) {{ 'use strict'; return eval(__cmiSrc); }}; }}
-    }},
-    cjs: function (__cmiScope, __cmiSrc) {{ with (__cmiScope) {{ return eval(__cmiSrc); }} }}
-  }};
-}})
-//# sourceURL={_LOADER_URL}"""
-
 _CONFIG: Final = json.dumps(
     {
-        "runners": _RUNNERS,
         "loaderUrl": _LOADER_URL,
         "sourceUrlPrefix": SOURCE_URL_PREFIX,
-        "dynamicImport": DYNAMIC_IMPORT,
         "defaultSlot": _DEFAULT_SLOT[:-1],
         "defaultLocal": _DEFAULT_LOCAL,
         "anonDefault": _ANON_DEFAULT,
-        "meta": _META,
         "maxListed": _MAX_LISTED,
     }
 )
 
+# The loader. Everything it uses is captured when the bundle is called, before the program
+# can touch a built-in; plain index loops (no iterators) and null-prototype descriptors keep
+# a program that monkeypatches prototypes from reaching into it.
 _LOADER: Final = """function (host, K, records) {
   'use strict';
   const G = globalThis;
@@ -841,24 +953,22 @@ _LOADER: Final = """function (host, K, records) {
   const ErrorCtor = Error;
   const SyntaxErrorCtor = SyntaxError;
   const ReferenceErrorCtor = ReferenceError;
-  const TypeErrorCtor = TypeError;
   const toStringTag = Symbol.toStringTag;
   const evaluator = host != null && host.eval != null ? host.eval : G.eval;
-  const run = evaluator(K.runners)(evaluator);
-  const { loaderUrl: LOADER_URL, sourceUrlPrefix: SOURCE_URL_PREFIX, dynamicImport: DYNAMIC_IMPORT,
-    defaultSlot: DEFAULT_SLOT, defaultLocal: DEFAULT_LOCAL, anonDefault: ANON_DEFAULT, meta: META,
-    maxListed: MAX_LISTED } = K;
+  const { loaderUrl: LOADER_URL, sourceUrlPrefix: SOURCE_URL_PREFIX, defaultSlot: DEFAULT_SLOT,
+    defaultLocal: DEFAULT_LOCAL, anonDefault: ANON_DEFAULT, maxListed: MAX_LISTED } = K;
   const has = (o, k) => ReflectApply(HasOwn, o, [k]);
   const push = (a, v) => { ReflectApply(ArrayPush, a, [v]); };
   const AMBIGUOUS = freeze(ObjectCreate(null));
+  const UNSET = freeze(ObjectCreate(null));  // `export default <expr>` not evaluated yet
 
   const registry = ObjectCreate(null);
   const specifiers = [];
   for (let i = 0; i < records.length; i++) {
     const r = records[i];
     registry[r[0]] = { __proto__: null, spec: r[0], kind: r[1], d: r[2], state: 0, link: 0,
-      read: null, ns: null, def: undefined, defSet: false, scope: null, module: null,
-      value: undefined, error: undefined, parseError: null, meta: null };
+      read: null, ns: null, ctx: null, module: null, value: undefined, error: undefined,
+      parseError: null, imports: null, importers: [] };
     push(specifiers, r[0]);
   }
   freeze(specifiers);
@@ -887,18 +997,16 @@ _LOADER: Final = """function (host, K, records) {
   const tdz = (name) => new ReferenceErrorCtor(`Cannot access '${name}' before initialization`);
 
   // ---- bindings: what an import or a namespace property reads -------------------------
-  const local = (rec, name) => ({ __proto__: null, k: 'local', rec, name });
   const same = (a, b) => a.k === b.k && a.rec === b.rec && a.name === b.name && a.key === b.key;
   const read = (b) => {
     const rec = b.rec;
     switch (b.k) {
-      case 'local':
-        if (b.name === DEFAULT_LOCAL) {
-          if (!rec.defSet) throw tdz('default');
-          return rec.def;
-        }
-        if (rec.read === null) throw tdz(b.name);
-        return rec.read(b.name);
+      case 'local': {
+        if (rec.read === null) throw tdz(b.name === DEFAULT_LOCAL ? 'default' : b.name);
+        const v = rec.read(b.name);
+        if (v === UNSET) throw tdz('default');
+        return v;
+      }
       case 'ns': return namespace(rec);
       case 'json': return rec.value;
       case 'cjs': {
@@ -917,14 +1025,6 @@ _LOADER: Final = """function (host, K, records) {
       }
     }
   };
-  // Namespace properties are read-only accessors; an import binding also refuses assignment
-  // with the message JS gives for it.
-  const refuseAssignment = () => { throw new TypeErrorCtor('Assignment to constant variable.'); };
-  const getter = (target, name, b, isImport) => {
-    define(target, name, isImport
-      ? { __proto__: null, get: () => read(b), set: refuseAssignment }
-      : { __proto__: null, get: () => read(b), enumerable: true });
-  };
 
   // ResolveExport of the spec, over the static tables; cjs exports are resolved when read.
   const resolveExport = (rec, name, seen) => {
@@ -934,7 +1034,7 @@ _LOADER: Final = """function (host, K, records) {
     push(seen, rec); push(seen, name);
     const d = rec.d;
     for (let i = 0; i < d.exports.length; i++) {
-      if (d.exports[i][0] === name) return local(rec, d.exports[i][1]);
+      if (d.exports[i][0] === name) return { __proto__: null, k: 'local', rec, name: d.exports[i][1] };
     }
     for (let i = 0; i < d.indirect.length; i++) {
       const row = d.indirect[i];
@@ -969,12 +1069,12 @@ _LOADER: Final = """function (host, K, records) {
     for (let i = 0; i < visited.length; i++) if (visited[i] === rec) return;
     push(visited, rec);
     const d = rec.d;
-    const add = (name, star) => {
-      if (star && name === 'default') return;
-      if (!seen[name]) { seen[name] = true; push(out, name); }
+    const star = visited.length > 1;
+    const add = (name) => {
+      if (!(star && name === 'default') && !seen[name]) { seen[name] = true; push(out, name); }
     };
-    for (let i = 0; i < d.exports.length; i++) add(d.exports[i][0], visited.length > 1);
-    for (let i = 0; i < d.indirect.length; i++) add(d.indirect[i][0], visited.length > 1);
+    for (let i = 0; i < d.exports.length; i++) add(d.exports[i][0]);
+    for (let i = 0; i < d.indirect.length; i++) add(d.indirect[i][0]);
     for (let i = 0; i < d.stars.length; i++) exportedNames(lookup(d.stars[i], rec), visited, out, seen);
   };
   const missing = (dep, name, importer, at, ambiguous) => new SyntaxErrorCtor(`The requested module '${
@@ -1035,7 +1135,10 @@ _LOADER: Final = """function (host, K, records) {
   const byName = (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
   const show = (ns, entries) => {
     ReflectApply(ArraySort, entries, [byName]);
-    for (let i = 0; i < entries.length; i++) getter(ns, entries[i][0], entries[i][1], false);
+    for (let i = 0; i < entries.length; i++) {
+      const b = entries[i][1];
+      define(ns, entries[i][0], { __proto__: null, get: () => read(b), enumerable: true });
+    }
   };
   const namespace = (rec) => {
     if (rec.ns !== null) return rec.ns;
@@ -1053,7 +1156,7 @@ _LOADER: Final = """function (host, K, records) {
     return ns;
   };
   // A namespace handed out while its module ran (a cycle) learns its cjs names afterwards.
-  const finish = (rec) => {
+  const finishNamespace = (rec) => {
     const ns = rec.ns;
     const taken = ObjectCreate(null);
     const names = ObjectKeys(ns);
@@ -1062,6 +1165,50 @@ _LOADER: Final = """function (host, K, records) {
     dynamicEntries(rec, taken, entries);
     show(ns, entries);
     freeze(ns);
+  };
+
+  // ---- named imports: locals of the importer's wrapper, written when they can change -----
+  // An entry is { rec: importer, local, b }; a binding still uninitialised is left as it is.
+  const refresh = (entry) => {
+    const ctx = entry.rec.ctx;
+    if (ctx === null || typeof ctx.set !== 'function') return;
+    let v;
+    try { v = read(entry.b); } catch (e) { return; }
+    ctx.set(entry.local, v);
+  };
+  const pull = (rec) => {
+    for (let i = 0; i < rec.imports.length; i++) refresh(rec.imports[i]);
+  };
+  const pushAll = (rec) => {
+    for (let i = 0; i < rec.importers.length; i++) refresh(rec.importers[i]);
+  };
+  // `export default function () {}` and `export default () => {}` are named 'default' in JS.
+  const nameDefault = (rec) => {
+    let v;
+    try { v = rec.read(rec.d.anon ? ANON_DEFAULT : DEFAULT_LOCAL); } catch (e) { return; }
+    if (typeof v === 'function' && (rec.d.anon || v.name === DEFAULT_SLOT)) {
+      try { define(v, 'name', { __proto__: null, value: 'default' }); } catch (e) { /* keep its own */ }
+    }
+  };
+  const notify = (rec, names) => {
+    if (rec.read !== null) nameDefault(rec);
+    const importers = rec.importers;
+    for (let i = 0; i < importers.length; i++) {
+      const b = importers[i].b;
+      if (b.k !== 'local') continue;
+      for (let j = 0; j < names.length; j++) {
+        if (names[j] === b.name) { refresh(importers[i]); break; }
+      }
+    }
+  };
+  const register = (rec, reader) => {
+    if (rec.read !== null) return;
+    rec.read = reader;
+    nameDefault(rec);
+    pull(rec);  // what modules that ran earlier export, for a cycle that calls in early
+    const deps = rec.d.deps;
+    for (let i = 0; i < deps.length; i++) evaluate(lookup(deps[i], rec));
+    pull(rec);
   };
 
   // ---- linking: every specifier and imported name checked before anything runs -----------
@@ -1073,7 +1220,7 @@ _LOADER: Final = """function (host, K, records) {
     push(linking, rec);
     const d = rec.d;
     for (let i = 0; i < d.deps.length; i++) linkOne(lookup(d.deps[i], rec));
-    const scope = ObjectCreate(null);
+    const imports = [];
     for (let i = 0; i < d.imports.length; i++) {
       const row = d.imports[i];
       const dep = lookup(row[1], rec);
@@ -1084,7 +1231,7 @@ _LOADER: Final = """function (host, K, records) {
         b = resolveExport(dep, row[2], []);
         if (b === null || b === AMBIGUOUS) throw missing(dep, row[2], rec, row[3], b === AMBIGUOUS);
       }
-      getter(scope, row[0], b, true);
+      push(imports, { __proto__: null, rec, local: row[0], b });
     }
     for (let i = 0; i < d.indirect.length; i++) {
       const row = d.indirect[i];
@@ -1093,48 +1240,31 @@ _LOADER: Final = """function (host, K, records) {
       const b = resolveExport(dep, row[2], []);
       if (b === null || b === AMBIGUOUS) throw missing(dep, row[2], rec, row[3], b === AMBIGUOUS);
     }
-    const value = (name, v) => define(scope, name, { __proto__: null, value: v });
-    value('__cmiL', (reader) => {
-      if (rec.read !== null) return;
-      rec.read = reader;
-      if (d.anon) {
-        try {
-          define(reader(ANON_DEFAULT), 'name', { __proto__: null, value: 'default' });
-        } catch (e) { /* a module that redefined it keeps its own */ }
-      }
-      for (let i = 0; i < d.deps.length; i++) evaluate(lookup(d.deps[i], rec));
-    });
-    value('__cmiI', importModule);
-    define(scope, DEFAULT_SLOT, { __proto__: null,
-      get: () => rec.def,
-      set: (v) => {
-        if (typeof v === 'function' && v.name === DEFAULT_SLOT) {
-          try { define(v, 'name', { __proto__: null, value: 'default' }); } catch (e) { /* keep */ }
-        }
-        rec.def = v;
-        rec.defSet = true;
-      } });
-    define(scope, META, { __proto__: null, get: () => {
-      if (rec.meta === null) rec.meta = { __proto__: null, url: SOURCE_URL_PREFIX + rec.spec };
-      return rec.meta;
-    } });
-    rec.scope = scope;
+    rec.imports = imports;
   };
   const link = (rec) => {
     linking = [];
     try {
       linkOne(rec);
     } catch (e) {
-      for (let i = 0; i < linking.length; i++) { linking[i].link = 0; linking[i].scope = null; }
+      for (let i = 0; i < linking.length; i++) { linking[i].link = 0; linking[i].imports = null; }
       linking = [];
       throw e;
     }
-    for (let i = 0; i < linking.length; i++) linking[i].link = 2;
+    for (let i = 0; i < linking.length; i++) {
+      const r = linking[i];
+      r.link = 2;
+      for (let j = 0; j < r.imports.length; j++) {
+        const entry = r.imports[j];
+        const targets = entry.b.k === 'cjsstar' ? entry.b.recs : [entry.b.rec];
+        for (let t = 0; t < targets.length; t++) push(targets[t].importers, entry);
+      }
+    }
     linking = [];
   };
 
   // ---- evaluation: once per run -----------------------------------------------------------
-  // A SyntaxError whose first frame is the loader's own eval call came from compiling the
+  // A SyntaxError whose first frame is a wrapper's own eval call came from compiling the
   // module (V8 gives no position for those); one thrown while the module ran is left alone.
   const compileError = (e, rec) => {
     if (!(e instanceof SyntaxErrorCtor) || rec.read !== null) return e;
@@ -1146,7 +1276,17 @@ _LOADER: Final = """function (host, K, records) {
     const end = ReflectApply(StringIndexOf, stack, ['\\n', at + 1]);
     const frame = ReflectApply(StringSlice, stack, [at, end < 0 ? stack.length : end]);
     if (ReflectApply(StringIndexOf, frame, [LOADER_URL]) < 0) return e;
-    return new SyntaxErrorCtor(`SyntaxError in module '${rec.spec}': ${e.message}`);
+    return compiled(rec, e);
+  };
+  const compiled = (rec, e) => new SyntaxErrorCtor(`SyntaxError in module '${rec.spec}': ${
+    e && e.message}${rec.d.hint === null ? '' : ` near ${rec.d.hint}`}`);
+  // The function a module runs in (or, for `wrapper: null`, the module compiled as one).
+  const compile = (rec) => {
+    try {
+      return rec.d.wrapper === null ? evaluator(rec.d.code) : evaluator(rec.d.wrapper)(evaluator);
+    } catch (e) {
+      throw compiled(rec, e);
+    }
   };
   const requireModule = (id) => {
     const spec = `${id}`;
@@ -1161,39 +1301,44 @@ _LOADER: Final = """function (host, K, records) {
     if (dep.kind === 'esm') return namespace(dep);
     return dep.kind === 'cjs' ? dep.module.exports : dep.value;
   };
+  const run = (rec) => {
+    if (rec.d.error !== null) throw parseError(rec);
+    if (rec.kind === 'json') {
+      rec.value = JSONparse(rec.d.code);
+      return;
+    }
+    const fn = compile(rec);
+    try {
+      if (rec.kind === 'esm') {
+        rec.ctx = { __proto__: null, src: rec.d.code, U: UNSET, set: null, I: importModule,
+          L: (reader) => register(rec, reader), N: (...names) => notify(rec, names),
+          M: { __proto__: null, url: SOURCE_URL_PREFIX + rec.spec } };
+        fn(rec.ctx);
+      } else {
+        const module = { exports: {}, id: rec.spec, loaded: false };
+        rec.module = module;
+        ReflectApply(fn, module.exports, [module, module.exports, requireModule, importModule, rec.d.code]);
+        module.loaded = true;
+      }
+    } catch (e) {
+      throw compileError(e, rec);
+    }
+    if (rec.kind === 'esm' && rec.read === null) rec.read = () => undefined;
+  };
   const evaluate = (rec) => {
     if (rec.state === 1 || rec.state === 2) return;
     if (rec.state === 3) throw rec.error;
     rec.state = 1;
     try {
-      if (rec.d.error !== null) throw parseError(rec);
-      if (rec.kind === 'json') {
-        rec.value = JSONparse(rec.d.code);
-      } else if (rec.kind === 'esm') {
-        try { run.esm(rec.scope)(rec.d.code); } catch (e) { throw compileError(e, rec); }
-        if (rec.read === null) rec.read = () => undefined;
-      } else {
-        const module = { exports: {}, id: rec.spec, loaded: false };
-        rec.module = module;
-        const scope = ObjectCreate(null);
-        define(scope, 'module', { __proto__: null, value: module, writable: true });
-        define(scope, 'exports', { __proto__: null, value: module.exports, writable: true });
-        define(scope, 'require', { __proto__: null, value: requireModule, writable: true });
-        define(scope, DYNAMIC_IMPORT, { __proto__: null, value: importModule });
-        try {
-          ReflectApply(run.cjs, module.exports, [scope, rec.d.code]);
-        } catch (e) {
-          throw compileError(e, rec);
-        }
-        module.loaded = true;
-      }
+      run(rec);
     } catch (e) {
       rec.state = 3;
       rec.error = e;
       throw e;
     }
     rec.state = 2;
-    if (rec.ns !== null) finish(rec);
+    if (rec.ns !== null) finishNamespace(rec);
+    pushAll(rec);
   };
   const load = (spec) => {
     const rec = lookup(spec, null);

@@ -61,6 +61,8 @@ class Run(msgspec.Struct, frozen=True, tag="run"):
     network: str  # "host" (the host performs requests), "policy", or "none"
     started_at: float  # time.monotonic() in the host when the run was handed over
     retain: bool = False  # keep the isolate if the program returns a request handler
+    modules_key: str = ""  # content hash of the run's module bundle ("" = no loader)
+    modules_bundle: str | None = None  # the bundle itself, sent once per child per key
 
 
 class Invoke(msgspec.Struct, frozen=True, tag="invoke"):

@@ -127,6 +127,8 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backstop: asyncio.TimerHandle | None = None
         self.pid: int | None = None
+        self.known_bundles: set[str] = set()
+        """Module bundles this child already holds (sent once, then named by key)."""
         self.held = False
         """True after a Done that was not settled: no new run until Idle (or exit)."""
         self.retained: int | None = None

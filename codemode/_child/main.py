@@ -62,6 +62,8 @@ WEDGE_PROBE_S = 0.25
 MAX_TIMERS = 10_000
 INBOUND_UNITS = 64 * 1024
 """UTF-16 units of each isolate's inbound buffer; larger texts go in several feeds."""
+BUNDLE_CACHE = 64
+"""Module bundles a child keeps (the host sends each once per child, then names it)."""
 SYNC_UNITS = 128 * 1024
 """UTF-16 units of each isolate's synchronous-answer buffer (every stdlib module fits)."""
 SYNC_TIMEOUT_MS = 5_000
@@ -209,6 +211,7 @@ class Child:
         self.closing: set[asyncio.Task[None]] = set()
         self.retained: dict[int, Any] = {}
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
+        self.bundles: dict[str, str] = {}
 
     async def serve_forever(self) -> None:
         """Runs are served strictly one after another: run N+1 starts only after run N's
@@ -345,8 +348,16 @@ class Child:
             begin = isolate.invoke
         else:
             isolate = await self.take_isolate()
+            bundle = None
+            if msg.modules_key:
+                if msg.modules_bundle is not None:
+                    self.bundles[msg.modules_key] = msg.modules_bundle
+                    while len(self.bundles) > BUNDLE_CACHE:
+                        self.bundles.pop(next(iter(self.bundles)))
+                bundle = self.bundles.get(msg.modules_key)
             payload = msgspec.json.encode(
-                [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network, msg.retain]
+                [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network, msg.retain,
+                 bundle]
             ).decode()
             begin = isolate.start
         state = RunState(msg, isolate)

@@ -560,13 +560,26 @@
   let retain = false;
   let handler = null;
   const start = () => {
-    const [code, providers, net, keep] = JSONparse(takeFed());
-    network = net;
-    retain = keep === true;
+    const payload = JSONparse(takeFed());
+    const code = payload[0];
+    const providers = payload[1];
+    network = payload[2];
+    retain = payload[3] === true;
+    const bundle = payload[4];
     for (let i = 0; i < providers.length; i++) {
       const name = providers[i][0];
       const tools = providers[i][1];
       define(name, makeProvider(name, tools));
+    }
+    if (typeof bundle === 'string') {
+      // The run's modules: a loader that import() (rewritten to __cmi_) resolves against.
+      try {
+        const loader = indirectEval(bundle)({ eval: indirectEval });
+        ObjectDefineProperty(G, '__cmi_', { value: loader.import });
+      } catch (e) {
+        fail(e);
+        return;
+      }
     }
     let fn;
     try {

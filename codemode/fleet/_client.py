@@ -13,6 +13,11 @@ One ``execute``::
 
 Every job of this executor shares one ``redis.asyncio`` connection pool and one host
 heartbeat key; the dispatch and the outbound policy run here, in the host, never in a worker.
+
+Retained handles (``retain_handles=True``): the worker that ran the job keeps the isolate,
+and ``invoke_handle`` / ``release_handle`` send jobs of kind ``invoke`` / ``release`` to that
+worker's own queue; each is served like any job (its own reply channel, the creating
+request's dispatch and policy here). See ``_handles.py``.
 """
 
 from __future__ import annotations
@@ -40,16 +45,25 @@ from .._config import (
     Ceilings,
     ExecutorConfig,
 )
-from .._faults import Disposed, InvalidRequest, QueueFull
+from .._faults import (
+    Disposed,
+    HandleExpired,
+    HandleLost,
+    InvalidRequest,
+    QueueFull,
+    WorkerCrashed,
+)
+from .._handles import plain_request
 from .._outcome import Outcome
-from .._request import resolve_request
+from .._request import ResolvedRequest, resolve_request
 from ._errors import BROKER_ERRORS, broker_unreachable
+from ._handles import HostHandle, HostHandles, worker_gone_text
 from ._heartbeat import HostHeartbeat
-from ._keys import admission_key, host_key
+from ._keys import admission_key, host_key, worker_key, worker_queue
 from ._producer import CeleryProducer
 from ._scripts import FleetScripts
 from ._session import JobSession
-from ._wire import JobSpec, Network
+from ._wire import HANDLES_SCHEMA_VERSION, JOB_SCHEMA_VERSION, JobSpec, Network
 
 __all__ = ["FleetExecutor"]
 
@@ -78,9 +92,10 @@ class FleetExecutor:
 
     ``redis_url`` defaults to ``CODEMODE_REDIS_URL``. ``timeout``, ``count_host_waits``,
     ``outbound``, ``modules``, ``max_message_bytes`` and ``ceilings`` mean what they mean
-    for :class:`codemode.IsolateExecutor`; ``memory_limit`` and the isolate pool are each
-    worker's own. Fleet-only: ``queue_timeout`` (ms a job may wait for a worker before it
-    fails with JOB_EXPIRED), ``max_jobs`` (the fleet-wide admission bound), ``queue``.
+    for :class:`codemode.IsolateExecutor`; ``memory_limit``, the isolate pool and the
+    bounds on retained handles (``max_handles``, the idle TTL) are each worker's own.
+    Fleet-only: ``queue_timeout`` (ms a job may wait for a worker before it fails with
+    JOB_EXPIRED), ``max_jobs`` (the fleet-wide admission bound), ``queue``.
     """
 
     def __init__(
@@ -129,6 +144,7 @@ class FleetExecutor:
         self._heartbeat: HostHeartbeat | None = None
         self._start_lock: asyncio.Lock | None = None
         self._sessions: dict[str, tuple[JobSession, asyncio.Task[Outcome]]] = {}
+        self._handles = HostHandles()
         self._disposed = False
         self._housekeeping: set[asyncio.Task[None]] = set()
 
@@ -142,10 +158,12 @@ class FleetExecutor:
 
     async def aclose(self) -> None:
         """Stop: calls in flight fail with DISPOSED, their jobs are cancelled, the host's
-        heartbeat key is deleted and the connection pool closed."""
+        heartbeat key is deleted and the connection pool closed. The workers release this
+        host's retained handles when they see the heartbeat key gone."""
         if self._disposed:
             return
         self._disposed = True
+        self._handles.close()
         for session, task in list(self._sessions.values()):
             session.closed = True
             task.cancel()
@@ -220,16 +238,31 @@ class FleetExecutor:
             retain_handles=retain_handles, default_outbound=self._outbound,
             default_modules=self._modules,
         )
-        if request.retain_handles:
-            raise InvalidRequest(
-                "retain_handles is served by the in-process executor only: a fleet job's "
-                "isolate lives on a worker and ends with the job.")
         module_data = None if request.modules is None else _json_data(request.modules)
         network: Network = (
             "none" if request.outbound is None
             else "default" if request.outbound is UNSET
             else "host"
         )
+        session, outcome = await self._submit(request, self.settings.queue, {
+            "v": HANDLES_SCHEMA_VERSION if request.retain_handles else JOB_SCHEMA_VERSION,
+            "code": request.code,
+            "providers": request.providers,
+            "network": network,
+            "modules": module_data,
+            "timeout_ms": request.timeout_ms,
+            "count_host_waits": request.count_host_waits,
+            "retain": request.retain_handles,
+        })
+        if outcome.handle is not None:
+            self._handles.add(outcome.handle, worker=session.worker,
+                              prefix=self.settings.key_prefix, request=request, network=network)
+        return outcome
+
+    async def _submit(self, request: ResolvedRequest, queue: str, fields: dict[str, Any], *,
+                      target: str | None = None) -> tuple[JobSession, Outcome]:
+        """Admit one job, publish it to ``queue`` and wait for its outcome. ``target`` names
+        the one worker that consumes ``queue`` (an invocation or a release)."""
         client, scripts, producer = await self._ensure_started()
         s = self.settings
         job_id = uuid.uuid4().hex
@@ -250,21 +283,17 @@ class FleetExecutor:
             job_id=job_id,
             host_id=self.host_id,
             key_prefix=s.key_prefix,
-            code=request.code,
-            providers=request.providers,
-            network=network,
-            modules=module_data,
-            timeout_ms=request.timeout_ms,
-            count_host_waits=request.count_host_waits,
             start_by_ms=admission.now_ms + s.queue_timeout_ms,
+            **fields,
         )
         session = JobSession(
             client, scripts, s, spec, request,
             max_message_bytes=self.config.max_message_bytes,
             start_by_monotonic=admitted_at + s.queue_timeout_ms / 1000,
+            target=None if target is None else (target, worker_key(s.key_prefix, target)),
         )
         try:
-            await producer.send(spec, queue=s.queue,
+            await producer.send(spec, queue=queue,
                                 expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
         except BROKER_ERRORS as exc:
             session.settled = True
@@ -274,7 +303,95 @@ class FleetExecutor:
             # The message may have gone out: make sure the job never starts.
             self._background(session.abandon("The caller stopped waiting for this run."))
             raise
-        return await self._wait(session)
+        return session, await self._wait(session)
+
+    # ---- handles --------------------------------------------------------------------
+
+    async def invoke_handle(
+        self, handle: str, request: Mapping[str, Any], *, timeout: Any = UNSET
+    ) -> Outcome:
+        """Pass ``request`` (method, url, headers, body) to a retained request handler, on
+        the worker that holds it; the same contract as ``IsolateExecutor.invoke_handle``.
+
+        The invocation is a job sent to that worker's own queue: its tool calls and fetches
+        are served here by the creating request's dispatch and policy. Raises HANDLE_LOST
+        (released, unknown, or its worker is gone: at once when the worker's liveness key is
+        missing), HANDLE_EXPIRED (the worker's idle TTL passed), WORKER_CRASHED
+        (``started=True``: the worker died during the invocation; the handle is lost too),
+        and what ``execute`` raises (QUEUE_FULL, BROKER_UNREACHABLE, JOB_EXPIRED, ...).
+        """
+        if self._disposed:
+            raise Disposed("The executor was disposed; its handles are gone.")
+        record = self._handles.get(handle)
+        request_json = plain_request(request)
+        if timeout is UNSET or timeout is None:
+            timeout_ms = record.request.timeout_ms
+        else:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+                raise InvalidRequest(
+                    f"timeout must be a positive number of milliseconds, got {timeout!r}.")
+            timeout_ms = int(timeout)
+            if timeout_ms > self.config.ceilings.max_timeout_ms:
+                raise InvalidRequest(
+                    f"timeout {timeout_ms} ms is above the operator ceiling max_timeout_ms="
+                    f"{self.config.ceilings.max_timeout_ms}.")
+        async with record.lock:
+            record = self._handles.get(handle)  # it may have ended while we waited
+            return await self._to_holder(record, {
+                "kind": "invoke",
+                "request_json": request_json,
+                "timeout_ms": timeout_ms,
+            })
+
+    async def release_handle(self, handle: str) -> None:
+        """Dispose a retained isolate on its worker (one round trip); later calls raise
+        HANDLE_LOST. Raises what ``invoke_handle`` raises when the handle already ended."""
+        if self._disposed:
+            raise Disposed("The executor was disposed; its handles are gone.")
+        record = self._handles.get(handle)
+        try:
+            await self._to_holder(record, {"kind": "release",
+                                           "timeout_ms": record.request.timeout_ms})
+        finally:
+            self._handles.mark(record, "released")
+
+    async def _to_holder(self, record: HostHandle, fields: dict[str, Any]) -> Outcome:
+        """Send one handle job to the worker that holds ``record``, and map its faults onto
+        the handle's state."""
+        client, _scripts, _producer = await self._ensure_started()
+        key = worker_key(record.prefix, record.worker)
+        try:
+            alive = await client.exists(key)
+        except BROKER_ERRORS as exc:
+            raise broker_unreachable(exc, doing="looking for the handle's worker",
+                                     started=False) from None
+        if not alive:
+            text = worker_gone_text(record.id, record.worker)
+            self._handles.mark(record, "lost", text)
+            raise HandleLost(text)
+        base = record.request
+        try:
+            _session, outcome = await self._submit(base, worker_queue(record.worker), {
+                "v": HANDLES_SCHEMA_VERSION,
+                "code": "",
+                "handle": record.id,
+                "providers": base.providers,
+                "network": record.network,
+                "count_host_waits": base.count_host_waits,
+                **fields,
+            }, target=record.worker)
+        except HandleExpired as exc:
+            self._handles.mark(record, "expired", str(exc))
+            raise
+        except HandleLost as exc:
+            self._handles.mark(record, "lost", str(exc))
+            raise
+        except WorkerCrashed:
+            self._handles.mark(record, "lost", (
+                f"Handle {record.id} is lost: worker {record.worker} died during an invocation "
+                "(WORKER_CRASHED); run the program again."))
+            raise
+        return outcome
 
     async def _wait(self, session: JobSession) -> Outcome:
         task = asyncio.ensure_future(session.wait())

@@ -11,9 +11,15 @@
     reader: BLPOP down ─▶ ToolReply/FetchReply to the pending call by id (stale or
        garbage dropped), Cancel stops the run
     IsolateExecutor.execute(dispatch=relay_call, outbound=relay_fetch|None|UNSET)
+      (kind=invoke: IsolateExecutor.invoke_handle; kind=release: release_handle)
     ─▶ Finished(outcome) | Failed(fault) on up, admission slot freed, lease deleted
 
 The program's deadline is the isolate executor's own (Celery time limits need prefork).
+
+Retained handles (``_handles.py``): a ``retain`` job runs with a :class:`HandleRoute` as its
+dispatch and policy, and a handle in its outcome is kept in :attr:`JobRunner.handles` under a
+fleet handle. ``keep_alive`` refreshes this worker's liveness keys and releases the handles
+of hosts that are gone.
 """
 
 from __future__ import annotations
@@ -34,14 +40,24 @@ from .. import _texts
 from .._config import UNSET
 from .._dispatch import tool_error
 from .._executor import IsolateExecutor
-from .._faults import Disposed, ExecutorError, InvalidRequest, JobExpired, WorkerCrashed
+from .._faults import (
+    Disposed,
+    ExecutorError,
+    HandleExpired,
+    HandleLost,
+    InvalidRequest,
+    JobExpired,
+    WorkerCrashed,
+)
 from .._outbound import OutboundRequest, OutboundResponse
+from .._outcome import Outcome
 from ._channel import pop, push
 from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
-from ._keys import JobKeys, admission_key, host_key
+from ._handles import HandleRoute, WorkerHandle, WorkerHandles
+from ._keys import JobKeys, admission_key, host_key, worker_key
 from ._scripts import FleetScripts
 from ._wire import (
-    JOB_SCHEMA_VERSION,
+    SCHEMA_VERSIONS,
     Cancel,
     Close,
     DownMessage,
@@ -79,6 +95,9 @@ class JobRunner:
         self.scripts = FleetScripts(client)
         self.settings = settings
         self.worker_id = worker_id
+        self.handles = WorkerHandles(worker_id)
+        self._beaten: set[str] = set()
+        """Prefixes this worker has written a liveness key under (deleted at close)."""
 
     async def run(self, data: object) -> str:
         """Run one job from a Celery message; returns a one-line summary for the log."""
@@ -89,6 +108,55 @@ class JobRunner:
             return f"refused: malformed job ({exc})"
         job = _Job(self, spec)
         return await job.run()
+
+
+    # ---- liveness and retained handles -------------------------------------------------
+
+    async def keep_alive(self) -> None:
+        """Every third of the lease TTL: refresh the liveness keys, release the handles of
+        hosts that are gone. Runs until cancelled."""
+        interval = self.settings.lease_ttl_ms / 3000
+        failing = False
+        while True:
+            try:
+                await self.beat()
+            except BROKER_ERRORS as exc:
+                if not failing:
+                    log.warning("worker %s: liveness refresh failed (%s)", self.worker_id, exc)
+                failing = True
+            else:
+                failing = False
+            await asyncio.sleep(interval)
+
+    async def beat(self) -> None:
+        entries = self.handles.entries()
+        prefixes = sorted({self.settings.key_prefix, *(e.prefix for e in entries)})
+        async with self.client.pipeline(transaction=False) as pipe:
+            for prefix in prefixes:
+                pipe.set(worker_key(prefix, self.worker_id), b"1", px=self.settings.lease_ttl_ms)
+            for entry in entries:
+                pipe.exists(host_key(entry.prefix, entry.host_id))
+            results = await pipe.execute()
+        self._beaten.update(prefixes)
+        for entry, host_alive in zip(entries, results[len(prefixes):], strict=True):
+            if not host_alive and not entry.lock.locked():
+                log.info("worker %s: host %s is gone; releasing its handle %s",
+                         self.worker_id, entry.host_id, entry.id)
+                self.handles.drop(entry)
+                with contextlib.suppress(ExecutorError):
+                    await self.executor.release_handle(entry.local)
+
+    async def announce(self, prefix: str) -> None:
+        """Write the liveness key under ``prefix`` now (a host's first invocation of a new
+        handle must find it)."""
+        await self.client.set(worker_key(prefix, self.worker_id), b"1",
+                              px=self.settings.lease_ttl_ms)
+        self._beaten.add(prefix)
+
+    async def forget(self) -> None:
+        """At shutdown: delete the liveness keys, so hosts see HANDLE_LOST at once."""
+        if self._beaten:
+            await self.client.delete(*(worker_key(p, self.worker_id) for p in self._beaten))
 
 
 class _Job:
@@ -112,8 +180,9 @@ class _Job:
 
     async def run(self) -> str:
         started_at = time.monotonic()
-        if self.spec.v != JOB_SCHEMA_VERSION:
-            fault = InvalidRequest(f"This worker reads job schema v{JOB_SCHEMA_VERSION}, "
+        if self.spec.v not in SCHEMA_VERSIONS:
+            known = " and ".join(f"v{v}" for v in SCHEMA_VERSIONS)
+            fault = InvalidRequest(f"This worker reads job schema {known}, "
                                    f"not v{self.spec.v}; nothing ran.")
             await self._final(Failed(fault.to_data()))
             return f"refused job {self.spec.job_id}: schema v{self.spec.v}"
@@ -163,26 +232,17 @@ class _Job:
         await self._final(final, reader=reader)
         elapsed = (time.monotonic() - started_at) * 1000
         kind = "finished" if isinstance(final, Finished) else f"failed {final.fault.code}"
-        return f"{kind} job {self.spec.job_id} in {elapsed:.1f} ms"
+        what = "job" if self.spec.kind == "run" else f"{self.spec.kind} job"
+        return f"{kind} {what} {self.spec.job_id} in {elapsed:.1f} ms"
 
     async def _execute(self) -> Finished | Failed:
-        outbound: Any
-        if self.spec.network == "none":
-            outbound = None
-        elif self.spec.network == "host":
-            outbound = self.relay_fetch
-        else:
-            outbound = UNSET
         try:
-            outcome = await self.runner.executor.execute(
-                self.spec.code,
-                providers=[{"name": p.name, "tools": list(p.tools)} for p in self.spec.providers],
-                dispatch=self.relay_call,
-                outbound=outbound,
-                modules=self.spec.modules,
-                timeout=self.spec.timeout_ms,
-                count_host_waits=self.spec.count_host_waits,
-            )
+            if self.spec.kind == "invoke":
+                outcome = await self._invoke()
+            elif self.spec.kind == "release":
+                outcome = await self._release()
+            else:
+                outcome = await self._run_program()
         except ExecutorError as exc:
             return Failed(exc.to_data())
         except Exception as exc:  # a bug here must still reach the caller as a fault
@@ -192,6 +252,85 @@ class _Job:
                 "program had started.", started=True,
                 causes=(f"{type(exc).__name__}: {exc}",)).to_data())
         return Finished(outcome)
+
+    async def _run_program(self) -> Outcome:
+        # A run that may retain its isolate gets a route as its dispatch and policy: the
+        # isolate keeps them for its whole life, and each invocation points them at itself.
+        route = HandleRoute(self) if self.spec.retain else None
+        relay_call = self.relay_call if route is None else route.relay_call
+        relay_fetch = self.relay_fetch if route is None else route.relay_fetch
+        outbound: Any
+        if self.spec.network == "none":
+            outbound = None
+        elif self.spec.network == "host":
+            outbound = relay_fetch
+        else:
+            outbound = UNSET
+        try:
+            outcome = await self.runner.executor.execute(
+                self.spec.code,
+                providers=[{"name": p.name, "tools": list(p.tools)} for p in self.spec.providers],
+                dispatch=relay_call,
+                outbound=outbound,
+                modules=self.spec.modules,
+                timeout=self.spec.timeout_ms,
+                count_host_waits=self.spec.count_host_waits,
+                retain_handles=self.spec.retain,
+            )
+        finally:
+            if route is not None:
+                route.job = None
+        if outcome.handle is None or route is None:
+            return outcome
+        entry = self.runner.handles.add(outcome.handle, host_id=self.spec.host_id,
+                                        prefix=self.spec.key_prefix, route=route)
+        log.info("job %s: retained handle %s for host %s", self.spec.job_id, entry.id,
+                 self.spec.host_id)
+        try:
+            await self.runner.announce(self.spec.key_prefix)
+        except BROKER_ERRORS as exc:
+            log.warning("job %s: could not write the liveness key (%s)", self.spec.job_id, exc)
+        return msgspec.structs.replace(outcome, handle=entry.id)
+
+    def _request(self) -> dict[str, Any]:
+        """The invocation's request, back from ``plain_request``'s JSON (body as bytes)."""
+        try:
+            data = msgspec.json.decode(self.spec.request_json or "")
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            body = data.get("body")
+            if isinstance(body, str):
+                data["body"] = body.encode("latin-1")
+        except (msgspec.DecodeError, ValueError) as exc:  # UnicodeEncodeError is one
+            raise InvalidRequest(f"The invocation's request is malformed ({exc}); nothing "
+                                 "ran.") from None
+        return data
+
+    def _held(self) -> WorkerHandle:
+        return self.runner.handles.lookup(self.spec.handle, self.spec.host_id)
+
+    async def _invoke(self) -> Outcome:
+        request = self._request()
+        entry = self._held()
+        async with entry.lock:
+            entry = self._held()  # released while this invocation waited?
+            entry.route.job = self
+            try:
+                return await self.runner.executor.invoke_handle(
+                    entry.local, request, timeout=self.spec.timeout_ms)
+            except (HandleLost, HandleExpired):
+                self.runner.handles.drop(entry)
+                raise
+            finally:
+                entry.route.job = None
+
+    async def _release(self) -> Outcome:
+        entry = self._held()
+        async with entry.lock:
+            entry = self._held()
+            self.runner.handles.drop(entry)
+            await self.runner.executor.release_handle(entry.local)
+        return Outcome()
 
     async def _final(self, final: Finished | Failed,
                      reader: asyncio.Task[None] | None = None) -> None:

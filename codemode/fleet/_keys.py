@@ -8,9 +8,11 @@ Per job ``J`` (a uuid4 hex), in one hash slot (``{J}``)::
                                    "cancelled" or "host-gone"; the first writer wins
     <prefix>:job:{J}:lease   str   the running worker's lease (PX lease_ttl, refreshed)
 
-Per host ``H`` (one per FleetExecutor) and fleet-wide::
+Per host ``H`` (one per FleetExecutor), per worker ``W`` and fleet-wide::
 
     <prefix>:host:{H}        str   the host's heartbeat (PX host_ttl, refreshed)
+    <prefix>:worker:{W}      str   the worker's liveness (PX lease_ttl, refreshed every third),
+                                   under its own prefix and every prefix it holds handles for
     <prefix>:admission       zset  admitted jobs, scored by when their slot lapses (ms,
                                    Redis time); a job's slot is freed by ZREM when it ends
 
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["JobKeys", "admission_key", "host_key"]
+from broker_config import WORKER_QUEUE_PREFIX
+
+__all__ = ["JobKeys", "admission_key", "host_key", "worker_key", "worker_queue"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +54,13 @@ def host_key(prefix: str, host_id: str) -> str:
 
 def admission_key(prefix: str) -> str:
     return f"{prefix}:admission"
+
+
+def worker_key(prefix: str, worker_id: str) -> str:
+    """The worker's liveness key: while it exists, the worker's retained handles live."""
+    return f"{prefix}:worker:{worker_id}"
+
+
+def worker_queue(worker_id: str) -> str:
+    """The Celery queue only this worker consumes: invocations of the handles it holds."""
+    return f"{WORKER_QUEUE_PREFIX}{worker_id}"

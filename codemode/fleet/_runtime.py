@@ -9,12 +9,17 @@ client and the job runner. Celery's task threads hand jobs to it and wait.
 The worker process itself never loads V8: isolates run in children the executor spawns
 (never forks), so the worker stays safe to fork and to run under any Celery pool that does
 not fork it (threads or solo).
+
+The isolate pool has ``concurrency + max_handles`` children: retained handles never take the
+children jobs run on. The loop also runs :meth:`JobRunner.keep_alive` (this worker's liveness
+keys; the handles of hosts that are gone are released), from start until close.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import socket
@@ -26,7 +31,9 @@ from broker_config import BrokerSettings, WorkerSettings
 from .._config import UNSET, Ceilings
 from .._executor import IsolateExecutor
 from ._client import make_client
+from ._errors import BROKER_ERRORS
 from ._jobrunner import JobRunner
+from ._keys import worker_queue
 
 __all__ = ["WorkerRuntime"]
 
@@ -43,6 +50,9 @@ class WorkerRuntime:
         self.settings = settings
         self.worker = worker
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.queue = worker_queue(self.worker_id)
+        """The queue only this worker consumes (invocations of the handles it holds)."""
+        self._keep_alive: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: JobRunner | None = None
@@ -69,15 +79,18 @@ class WorkerRuntime:
         self._executor = IsolateExecutor(
             memory_limit=w.memory_limit_mb,
             max_message_bytes=w.max_message_bytes,
-            pool={"max_workers": w.concurrency, "max_queue": w.concurrency},
+            pool={"max_workers": w.concurrency + w.max_handles, "max_queue": w.concurrency},
             outbound=None if w.network == "none" else UNSET,
             ceilings=Ceilings(max_timeout_ms=w.max_timeout_ms),
+            max_handles=w.max_handles,
+            handle_idle_ttl=w.handle_idle_ttl_s,
         )
         outcome = await self._executor.execute(WARM_UP_CODE)
         if outcome.error is not None:
             raise RuntimeError(f"the isolate pool failed its warm-up run: {outcome.error}")
         client = make_client(self.settings)
         self._runner = JobRunner(self._executor, client, self.settings, self.worker_id)
+        self._keep_alive = asyncio.ensure_future(self._runner.keep_alive())
 
     def run_job(self, job: Any) -> str:
         """Run one job to its end from a Celery thread; returns a summary for the log."""
@@ -104,6 +117,14 @@ class WorkerRuntime:
             self._thread.join(5)
 
     async def _teardown(self) -> None:
+        if self._keep_alive is not None:
+            self._keep_alive.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._keep_alive
+        if self._runner is not None:
+            with contextlib.suppress(*BROKER_ERRORS, asyncio.TimeoutError):
+                async with asyncio.timeout(2.0):
+                    await self._runner.forget()
         if self._executor is not None:
             await self._executor.aclose()
         if self._runner is not None:

@@ -8,7 +8,8 @@ requests, and turn whatever happens into an Outcome or a typed fault.
       │                   │                        ─▶ ToolReply / FetchReply on down
       │                   ├──Failed──▶ the fault it carries
       │                   └─ lease key gone ──▶ WORKER_CRASHED (started=True)
-      └─ start-by passed, settle wins ──▶ JOB_EXPIRED (started=False)
+      ├─ start-by passed, settle wins ──▶ JOB_EXPIRED (started=False)
+      └─ (an invocation) its worker's liveness key gone, settle wins ──▶ HANDLE_LOST
     Redis lost anywhere ──▶ BROKER_UNREACHABLE
 
 Nothing here blocks longer than one BLPOP (``MAX_BLOCKING_WAIT_S``) without looking at the
@@ -33,12 +34,13 @@ from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
 
 from .. import _texts
 from .._dispatch import call_dispatch
-from .._faults import HostGone, JobExpired, WorkerCrashed, fault_from_data
+from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_from_data
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
 from .._request import ResolvedRequest
 from ._channel import pop, push
 from ._errors import BROKER_ERRORS, broker_unreachable
+from ._handles import worker_gone_text
 from ._keys import JobKeys, admission_key
 from ._scripts import FleetScripts
 from ._wire import (
@@ -60,7 +62,7 @@ __all__ = ["JobSession", "run_policy"]
 
 log = logging.getLogger("codemode.fleet")
 
-MARKS = {"expired", "cancelled", "host-gone"}
+MARKS = {"expired", "cancelled", "host-gone", "worker-gone"}
 """Claim values that are not a worker: the job will never start."""
 
 
@@ -99,6 +101,7 @@ class JobSession:
         *,
         max_message_bytes: int,
         start_by_monotonic: float,
+        target: tuple[str, str] | None = None,
     ) -> None:
         self.client = client
         self.scripts = scripts
@@ -108,6 +111,9 @@ class JobSession:
         self.keys = JobKeys.of(spec.key_prefix, spec.job_id)
         self.max_message_bytes = max_message_bytes
         self.start_by_monotonic = start_by_monotonic
+        self.target = target
+        """``(worker id, its liveness key)`` when only that worker can take the job (an
+        invocation): while queued, a missing key means the job will never start."""
         self.started = False
         self.worker = ""
         self.settled = False
@@ -155,7 +161,8 @@ class JobSession:
         and at least every blocking wait (a worker may have marked the job)."""
         if self.started:
             return now + self._lease_check_s
-        return min(now + MAX_BLOCKING_WAIT_S, max(self.start_by_monotonic, now + 0.01))
+        step = MAX_BLOCKING_WAIT_S if self.target is None else self._lease_check_s
+        return min(now + step, max(self.start_by_monotonic, now + 0.01))
 
     def _receive(self, raw: bytes) -> Outcome | None:
         try:
@@ -203,16 +210,22 @@ class JobSession:
                         started=True,
                     )
                 return
+            mark, force = "expired", False
+            if self.target is not None and not await self.client.exists(self.target[1]):
+                # Only that worker consumes this job's queue, and it is gone.
+                mark, force = "worker-gone", True
             result = await self.scripts.settle(
                 self.keys.claim, admission_key(self.spec.key_prefix),
                 start_by_ms=self.spec.start_by_ms, job_id=self.spec.job_id,
-                key_ttl_ms=self.settings.key_ttl_ms, mark="expired", force=False,
+                key_ttl_ms=self.settings.key_ttl_ms, mark=mark, force=force,
             )
         except BROKER_ERRORS as exc:
             raise broker_unreachable(
                 exc, doing="checking on the job", started=True) from None
         if result.state == "done":
             self.settled = True
+            if mark == "worker-gone":
+                raise HandleLost(self._worker_gone())
             raise JobExpired(
                 f"No worker started this job within its queue timeout "
                 f"({self.settings.queue_timeout_ms} ms); it will not start. Nothing ran. "
@@ -223,6 +236,8 @@ class JobSession:
             return
         if result.holder in MARKS:
             self.settled = True
+            if result.holder == "worker-gone":
+                raise HandleLost(self._worker_gone())
             if result.holder == "host-gone":
                 raise HostGone(
                     "A worker found this host's heartbeat lapsed before it started the job, so "
@@ -230,6 +245,9 @@ class JobSession:
             raise JobExpired(f"This job was marked {result.holder} before it started; "
                              "nothing ran.")
         # Claimed by a worker: its Started message is in the channel and comes next.
+
+    def _worker_gone(self) -> str:
+        return worker_gone_text(self.spec.handle, self.target[0] if self.target else "?")
 
     # ---- serving the program's calls ------------------------------------------------
 

@@ -7,7 +7,9 @@ tagged ``msgspec.Struct`` unions encoded as msgpack, one reused encoder and one 
 direction, dispatched with ``match``. Nothing is pickled.
 
 Schema evolution: new fields get defaults; a field is never retyped or renamed; a job with
-a ``v`` this worker does not know is refused with INVALID_REQUEST.
+a ``v`` this worker does not know is refused with INVALID_REQUEST. Plain jobs are still v1;
+jobs that touch retained handles (``retain``, or ``kind`` invoke/release) are v2, so a
+worker from before handles refuses them instead of running them as something else.
 
 ::
 
@@ -28,7 +30,9 @@ from .._outcome import Outcome
 from .._request import Provider
 
 __all__ = [
+    "HANDLES_SCHEMA_VERSION",
     "JOB_SCHEMA_VERSION",
+    "SCHEMA_VERSIONS",
     "Cancel",
     "Close",
     "DownMessage",
@@ -36,6 +40,7 @@ __all__ = [
     "FetchCall",
     "FetchReply",
     "Finished",
+    "JobKind",
     "JobSpec",
     "Network",
     "Started",
@@ -50,6 +55,15 @@ __all__ = [
 ]
 
 JOB_SCHEMA_VERSION: Final = 1
+HANDLES_SCHEMA_VERSION: Final = 2
+"""The version of a job that retains a handle, invokes one or releases one."""
+SCHEMA_VERSIONS: Final = (JOB_SCHEMA_VERSION, HANDLES_SCHEMA_VERSION)
+"""The versions this worker reads."""
+
+JobKind = Literal["run", "invoke", "release"]
+"""``run``: an execute job (``retain`` keeps its isolate if it returns a request handler);
+``invoke``: pass ``request_json`` to the retained handler ``handle``; ``release``: dispose it.
+Invocations and releases go to the queue of the worker that holds the handle."""
 
 Network = Literal["default", "none", "host"]
 """``default``: the worker's own network (outbound left out); ``none``: no network
@@ -71,6 +85,13 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     count_host_waits: bool
     start_by_ms: int
     """Redis time (ms since the epoch) after which the job must not start."""
+    kind: JobKind = "run"
+    retain: bool = False
+    """``run`` only: keep the isolate if the program returns a request handler."""
+    handle: str | None = None
+    """``invoke`` / ``release``: the fleet handle, as the retaining job's outcome carried it."""
+    request_json: str | None = None
+    """``invoke``: the request as ``codemode._handles.plain_request`` encodes it."""
 
 
 # ---- up: worker -> host ------------------------------------------------------------------

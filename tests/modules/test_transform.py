@@ -9,6 +9,8 @@ one ``eval`` starts and finishes a program that only waits on the loader.
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -206,12 +208,13 @@ def test_a_transformed_module_keeps_every_line_and_column() -> None:
     original = MATH.split("\n")
     lines = code.split("\n")
     for before, after in zip(original, lines, strict=False):
-        assert len(after) == len(before), (before, after)
+        # Only a notice that an exported binding is initialised may follow a line's own text.
+        assert len(after) == len(before) or after[len(before) :].startswith(";__cmiU("), (before, after)
         if "import" not in before and "export" not in before:
             assert after == before
     # A declaration keeps its column once `export ` is blanked.
-    assert lines[3] == ";      const PI = 3.14"
-    assert lines[5] == "const hidden = 1;  ;      let total = add(PI, hidden)"
+    assert lines[3] == ';      const PI = 3.14;__cmiU("PI")'
+    assert lines[5] == 'const hidden = 1;  ;      let total = add(PI, hidden);__cmiU("total")'
     assert lines[6] == ";function __cmi_f       () { return 'anon' }"
     # The first import's blank carries the call that registers exports and runs dependencies.
     assert lines[1].startswith("__cmi_();") and lines[2].strip() == ";"
@@ -310,26 +313,27 @@ def test_every_export_form(isolate: Any) -> None:
     ]
 
 
-def test_exports_are_live_bindings(isolate: Any) -> None:
+def test_namespaces_are_live_and_named_imports_are_written_when_the_exporter_runs(isolate: Any) -> None:
     iso = isolate(
         {
             "lib/util": UTIL,
-            "user": "import { count, bump } from 'lib/util'\nexport const read = () => count\n",
+            "user": (
+                "import { count, bump } from 'lib/util'\nimport * as util from 'lib/util'\n"
+                "export const atLoad = count\nexport const named = () => count\n"
+                "export const viaNamespace = () => util.count\n"
+            ),
         }
     )
     result = iso.ok(
         """async () => {
           const u = await import('lib/util'); const user = await import('user')
           u.bump(); u.bump()
-          return [u.count, user.read()]
+          return [u.count, user.viaNamespace(), user.atLoad, user.named()]
         }"""
     )
-    assert result == [2, 2]
-
-
-def test_imports_cannot_be_assigned(isolate: Any) -> None:
-    iso = isolate({"lib/util": UTIL, "bad": "import { count } from 'lib/util'\ncount = 5\n"})
-    assert iso.error("async () => import('bad')")["error"] == "Assignment to constant variable."
+    # A named import is a local of the importer: it does not follow a reassignment the
+    # exporting module makes after it has finished (a documented limit; namespaces do).
+    assert result == [2, 2, 0, 0]
 
 
 def test_re_exports(isolate: Any) -> None:
@@ -450,11 +454,26 @@ def test_cycles_see_hoisted_functions_and_initialised_bindings(isolate: Any) -> 
     assert iso.ok("async () => (await import('a')).fromB") == "b"
 
 
-def test_a_cycle_that_reads_an_uninitialised_let_throws_reference_error(isolate: Any) -> None:
+def test_a_cycle_sees_a_binding_once_it_is_initialised(isolate: Any) -> None:
+    iso = isolate(
+        {
+            "a": "import { readA } from 'b'\nexport const A = 'a'\nexport const seen = readA()\n",
+            "b": "import { A } from 'a'\nexport const atLoad = A\nexport function readA() { return A }\n",
+        }
+    )
+    program = (
+        "async () => { const a = await import('a'); const b = await import('b'); return [a.seen, b.atLoad] }"
+    )
+    # b ran before a's body: A was not initialised then (a named import reads undefined where
+    # JS throws), and was by the time a called back into b.
+    assert iso.ok(program) == ["a", None]
+
+
+def test_a_namespace_read_of_an_uninitialised_let_in_a_cycle_throws_reference_error(isolate: Any) -> None:
     iso = isolate(
         {
             "a": "import { early } from 'b'\nexport let value = 1\n",
-            "b": "import { value } from 'a'\nexport const early = value\n",
+            "b": "import * as a from 'a'\nexport const early = a.value\n",
         }
     )
     failed = iso.error("async () => import('a')")
@@ -462,6 +481,39 @@ def test_a_cycle_that_reads_an_uninitialised_let_throws_reference_error(isolate:
     assert failed["error"] == "Cannot access 'value' before initialization"
     # The failure is the module's for the rest of the run.
     assert iso.error("async () => import('a')")["error"] == failed["error"]
+
+
+def test_module_code_runs_as_fast_as_program_code(isolate: Any) -> None:
+    loop = "(n) => { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i) + helper(i) + k; return s }"
+    iso = isolate(
+        {
+            "lib/util": UTIL,
+            "esm": f"import {{ helper }} from 'lib/util'\nconst k = 1\nexport const work = {loop}\n",
+            "cjs": {
+                "type": "cjs",
+                "source": f"var helper = require('lib/util').helper\nvar k = 1\nexports.work = {loop}\n",
+            },
+        }
+    )
+    iso.ok(
+        "async () => { globalThis.esm = (await import('esm')).work\n"
+        "  globalThis.cjs = (await import('cjs')).default.work\n"
+        f"  const helper = (await import('lib/util')).helper, k = 1; globalThis.plain = {loop} }}"
+    )
+
+    def best(name: str) -> float:
+        iso.mr.eval(f"{name}(1e5)")
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            iso.mr.eval(f"{name}(1e6)")
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    plain = best("plain")
+    # Through `with` or a sloppy eval's dynamic scope, this was 40 to 80 times slower.
+    assert best("esm") < 5 * plain + 0.01
+    assert best("cjs") < 5 * plain + 0.01
 
 
 def test_a_module_that_imports_itself_is_evaluated_once(isolate: Any) -> None:
@@ -725,3 +777,83 @@ def test_cjs_stack_lines_point_into_the_original(isolate: Any) -> None:
         {"c": {"type": "cjs", "source": "exports.a = 1\n\n  exports.f = () => { throw new Error('c') }\n"}}
     )
     assert "codemode:module/c:3:29" in iso.error("async () => (await import('c')).default.f()")["stack"]
+
+
+def test_positions_hold_when_the_first_import_line_is_short(isolate: Any) -> None:
+    module = (
+        "import {\n  helper,\n} from 'lib/util'\n\nexport const boom = () => { throw new Error(helper(1)) }\n"
+    )
+    code = transform_module(normalize_module("short", module)).code
+    assert code is not None
+    assert code.split("\n")[:3] == ["        ", "__cmi_();", "                 "]
+    iso = isolate({"lib/util": UTIL, "short": module})
+    failed = iso.error("async () => (await import('short')).boom()")
+    column = utf16_column(module.split("\n")[4], "new Error")
+    assert (failed["error"], f"codemode:module/short:5:{column}" in failed["stack"]) == ("10", True)
+
+
+def test_code_before_the_first_import_only_moves_its_own_line(isolate: Any) -> None:
+    module = "globalThis.early = 1\nimport { helper } from 'lib/util'\n\nthrow new Error('late')\n"
+    code = transform_module(normalize_module("early", module)).code
+    assert code is not None
+    assert code.split("\n")[0] == "__cmi_();globalThis.early = 1"  # the one fallback: nine columns
+    iso = isolate({"lib/util": UTIL, "early": module})
+    assert "codemode:module/early:4:7" in iso.error("async () => import('early')")["stack"]
+
+
+def test_import_text_inside_a_module_is_left_alone(isolate: Any) -> None:
+    module = (
+        "export const texts = ['import(\"x\")', `import('y') ${1}`, /import\\(/.source]\n"
+        "// import('z')\n"
+        "export const load = () => import('lib/util')\n"
+    )
+    iso = isolate({"lib/util": UTIL, "m": module})
+    program = "async () => { const m = await import('m'); return [m.texts, (await m.load()).helper(3)] }"
+    assert iso.ok(program) == [['import("x")', "import('y') 1", "import\\("], 30]
+
+
+def test_a_hashbang_and_a_symbol_specifier(isolate: Any) -> None:
+    iso = isolate({"bin": "#!/usr/bin/env node\nexport const a = 1\n"})
+    assert iso.ok("async () => (await import('bin')).a") == 1
+    assert iso.error("async () => import(Symbol('s'))")["name"] == "TypeError"
+
+
+def test_cjs_wrappers_declare_the_vars_sloppy_code_hoists() -> None:
+    source = (
+        "var a = 1, { b, c: [d] } = o\nfor (var k in o) {}\nif (x) { function g() {} } else { var e }\n"
+        "function top() { var hidden }\nclass C { m() { var no } }\nvar eval\n"
+    )
+    wrapper = transform_module(ModuleSpec("c", "cjs", source)).wrapper
+    assert wrapper is not None
+    declared = re.search(r"__cmiSrc\) \{ var ([^;]*);", wrapper)
+    assert declared is not None
+    assert sorted(declared.group(1).split(", ")) == ["a", "b", "d", "e", "g", "k", "top"]
+
+
+def test_cjs_may_return_at_top_level_and_keeps_its_lines(isolate: Any) -> None:
+    source = (
+        "#!/usr/bin/env node\nexports.a = 1\n\nexports.f = () => { throw new Error('f') }\n"
+        "if (exports.a) return\nexports.b = 2\n"
+    )
+    iso = isolate({"cli": {"type": "cjs", "source": source}})
+    assert iso.ok("async () => Object.keys((await import('cli')).default)") == ["a", "f"]
+    column = utf16_column(source.split("\n")[3], "new Error")
+    failed = iso.error("async () => (await import('cli')).default.f()")
+    assert f"codemode:module/cli:4:{column}" in failed["stack"]
+
+
+def test_a_problem_tree_sitter_sees_inside_a_function_is_left_to_v8(isolate: Any) -> None:
+    valid = (  # JavaScript ends the arrow function's statement before `[`; tree-sitter does not
+        "export function run(w) {\n  const f = () => {}\n  [...w].forEach(f)\n  return 'ran'\n}\n"
+    )
+    broken = "export function run() {\n  const x = 1 +* 2\n}\n"
+    assert transform_module(ModuleSpec("valid", "esm", valid)).hint is not None
+    iso = isolate({"valid": valid, "broken": broken})
+    assert iso.ok("async () => (await import('valid')).run([1])") == "ran"
+    failed = iso.error("async () => import('broken')")
+    # V8's own message, with where tree-sitter saw the problem (the line is right; the column
+    # is tree-sitter's guess at the token).
+    assert failed["name"] == "SyntaxError"
+    assert re.fullmatch(
+        r"SyntaxError in module 'broken': Unexpected token '\*' near 2:1[5-7]", failed["error"]
+    )
