@@ -26,6 +26,7 @@ from typing import Any, Final
 
 __all__ = [
     "ENV_FLEET_MAX_JOBS",
+    "ENV_HANDLE_IDLE_TTL_S",
     "ENV_HOST_TTL_MS",
     "ENV_KEY_PREFIX",
     "ENV_KEY_TTL_MS",
@@ -39,6 +40,7 @@ __all__ = [
     "ENV_UNACKED_RESTORE_INTERVAL_S",
     "ENV_VISIBILITY_TIMEOUT_S",
     "ENV_WORKER_CONCURRENCY",
+    "ENV_WORKER_MAX_HANDLES",
     "ENV_WORKER_MAX_MESSAGE_BYTES",
     "ENV_WORKER_MAX_TIMEOUT_MS",
     "ENV_WORKER_MEMORY_MB",
@@ -47,6 +49,7 @@ __all__ = [
     "MAX_BLOCKING_WAIT_S",
     "MAX_JOB_SECONDS",
     "TASK_NAME",
+    "WORKER_QUEUE_PREFIX",
     "BrokerSettings",
     "SettingsError",
     "WorkerSettings",
@@ -54,6 +57,10 @@ __all__ = [
 
 TASK_NAME: Final = "codemode.execute"
 """The Celery task every producer sends and every worker registers."""
+
+WORKER_QUEUE_PREFIX: Final = "codemode.worker."
+"""Each worker also consumes a queue of its own, this prefix plus its worker id: the
+invocations of the handles it retains are sent there (``codemode.fleet._keys.worker_queue``)."""
 
 MAX_BLOCKING_WAIT_S: Final = 2.0
 """The longest any blocking Redis command of the fleet waits (BLPOP on a reply channel;
@@ -278,6 +285,8 @@ ENV_WORKER_MEMORY_MB: Final = "CODEMODE_WORKER_MEMORY_MB"
 ENV_WORKER_MAX_MESSAGE_BYTES: Final = "CODEMODE_WORKER_MAX_MESSAGE_BYTES"
 ENV_WORKER_MAX_TIMEOUT_MS: Final = "CODEMODE_WORKER_MAX_TIMEOUT_MS"
 ENV_WORKER_NETWORK: Final = "CODEMODE_WORKER_NETWORK"
+ENV_WORKER_MAX_HANDLES: Final = "CODEMODE_WORKER_MAX_HANDLES"
+ENV_HANDLE_IDLE_TTL_S: Final = "CODEMODE_HANDLE_IDLE_TTL_S"
 
 _WORKER_ENV: Final = {
     "concurrency": ENV_WORKER_CONCURRENCY,
@@ -286,6 +295,8 @@ _WORKER_ENV: Final = {
     "max_message_bytes": ENV_WORKER_MAX_MESSAGE_BYTES,
     "max_timeout_ms": ENV_WORKER_MAX_TIMEOUT_MS,
     "network": ENV_WORKER_NETWORK,
+    "max_handles": ENV_WORKER_MAX_HANDLES,
+    "handle_idle_ttl_s": ENV_HANDLE_IDLE_TTL_S,
 }
 
 
@@ -294,8 +305,9 @@ class WorkerSettings:
     """One worker process: how many jobs it runs at once and the isolate pool behind them."""
 
     concurrency: int = 2
-    """Celery threads, and isolate children: one job holds one isolate while it runs, so
-    the two are equal and a claimed job never waits for an isolate."""
+    """Celery threads, and isolate children for jobs: one job holds one isolate while it
+    runs, so the two are equal and a claimed job never waits for an isolate (the pool has
+    ``max_handles`` children more, for retained handles)."""
     pool: str = "threads"
     """``threads`` or ``solo``. Never prefork: the worker supervises its own children, and
     no process that forks ever loads V8 (isolates live in spawned children)."""
@@ -307,6 +319,12 @@ class WorkerSettings:
     """The longest clock a job may ask for; longer requests fail with INVALID_REQUEST."""
     network: str = "network"
     """What ``outbound`` left out means on this worker: ``network`` (its own) or ``none``."""
+    max_handles: int = 1
+    """Retained handles this worker keeps at once (``retain_handles=True`` jobs). Each holds
+    an isolate child of its own, on top of the ``concurrency`` children that run jobs; a
+    job that would retain one more fails with QUEUE_FULL (nothing ran). 0 turns handles off."""
+    handle_idle_ttl_s: float = 300.0
+    """A retained handle not invoked for this long is released (HANDLE_EXPIRED afterwards)."""
 
     def __post_init__(self) -> None:
         if self.pool not in ("threads", "solo"):
@@ -319,6 +337,12 @@ class WorkerSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer, got {value!r}.")
+        if (isinstance(self.max_handles, bool) or not isinstance(self.max_handles, int)
+                or self.max_handles < 0):
+            raise SettingsError(f"max_handles must be an integer >= 0, got {self.max_handles!r}.")
+        ttl = self.handle_idle_ttl_s
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+            raise SettingsError(f"handle_idle_ttl_s must be a positive number, got {ttl!r}.")
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)
 
@@ -331,10 +355,11 @@ class WorkerSettings:
             if raw is None or raw == "":
                 continue
             try:
-                values[f.name] = int(raw) if f.type == "int" else raw
+                values[f.name] = (int(raw) if f.type == "int"
+                                  else float(raw) if f.type == "float" else raw)
             except ValueError:
                 raise SettingsError(
-                    f"{_WORKER_ENV[f.name]} must be an integer, got {raw!r}.") from None
+                    f"{_WORKER_ENV[f.name]} must be a number, got {raw!r}.") from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -285,6 +285,13 @@ class IsolateExecutor:
             return await asyncio.shield(active.future)
         except asyncio.CancelledError:
             worker.cancel(active, "The caller stopped waiting for this run.")
+
+            def orphaned(future: asyncio.Future[Outcome]) -> None:
+                # Nobody will hold a handle the run retains after its caller left.
+                if not future.cancelled() and future.exception() is None and future.result().handle:
+                    worker.release()
+
+            active.future.add_done_callback(orphaned)
             raise
 
     # ---- handles ------------------------------------------------------------------

@@ -34,6 +34,8 @@ __all__ = [
     "response_outcome_result",
 ]
 
+FORGET_AFTER_S = 3600.0
+"""A released or expired handle is remembered this long (to answer with the right fault)."""
 DEFAULT_HANDLE_IDLE_TTL_S = 300.0
 """A retained handle not invoked for this long is released (HANDLE_EXPIRED afterwards)."""
 
@@ -63,6 +65,10 @@ class HandleTable:
         return sum(1 for r in self._records.values() if r.state == "live" and r.worker.alive)
 
     def add(self, handle: str, worker: Worker, request: ResolvedRequest) -> HandleRecord:
+        # Forget handles that ended long ago (their callers have had time to hear why).
+        cutoff = time.monotonic() - FORGET_AFTER_S
+        for key in [k for k, r in self._records.items() if r.state != "live" and r.last_used < cutoff]:
+            del self._records[key]
         record = HandleRecord(handle, worker, request)
         self._records[handle] = record
         self.touch(record)

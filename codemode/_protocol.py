@@ -39,6 +39,7 @@ __all__ = [
     "Reply",
     "Run",
     "Shutdown",
+    "Started",
     "encode_frame",
 ]
 
@@ -145,6 +146,13 @@ class Done(msgspec.Struct, frozen=True, tag="done"):
     settled: bool = True  # False: the engine may still be busy; wait for Idle (or an exit)
 
 
+class Started(msgspec.Struct, frozen=True, tag="started"):
+    """The child is about to hand the run to its isolate: from here on, program code may run.
+    A child that dies before saying this never started the run (the host may retry it)."""
+
+    run_id: int
+
+
 class Idle(msgspec.Struct, frozen=True, tag="idle"):
     """The child is ready for another run after a Done that did not say ``settled``."""
 
@@ -155,7 +163,7 @@ class Recycle(msgspec.Struct, frozen=True, tag="recycle"):
     reason: str
 
 
-ChildMessage = Ready | Call | Fetch | Done | Idle | Recycle
+ChildMessage = Ready | Started | Call | Fetch | Done | Idle | Recycle
 
 _encoder = msgspec.msgpack.Encoder()
 

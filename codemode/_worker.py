@@ -41,6 +41,7 @@ from ._protocol import (
     Reply,
     Run,
     Shutdown,
+    Started,
     encode_frame,
 )
 
@@ -83,6 +84,7 @@ class ActiveRun:
     paused_since: float | None = None
     paused_total: float = 0.0
     cancel_sent: bool = False
+    started: bool = False  # the child said Started: program code may have run
     timed_out: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -269,6 +271,9 @@ class Worker:
             case Ready():
                 if not self.ready.done():
                     self.ready.set_result(message)
+            case Started(run_id=run_id):
+                if self.run is not None and self.run.msg.run_id == run_id:
+                    self.run.started = True
             case Call():
                 self._on_call(message)
             case Fetch():
@@ -444,14 +449,14 @@ class Worker:
         if active is not None:
             self._finish(active)
             if not active.future.done():
-                if self.recycling and not active.open_calls and not active.timed_out:
-                    # Runs are served one after another and a child recycles only while
-                    # disposing the previous isolate: this run never started.
+                if not active.started and not active.timed_out and reason is None:
+                    # The child died before it said Started (while disposing the last
+                    # isolate, or recycling): no program code of this run ran.
                     active.future.set_exception(NeverStarted())
                 elif active.timed_out or self._oom_in_stderr():
                     active.future.set_result(self._death_outcome(active))
                 else:
-                    active.future.set_exception(self._death_fault(returncode, reason))
+                    active.future.set_exception(self._death_fault(returncode, reason, active.started))
         self.on_exit(self)
 
     def _oom_in_stderr(self) -> bool:
@@ -464,11 +469,12 @@ class Worker:
             return Outcome(error=_texts.memory_text(self.settings.memory_limit_mb))
         return Outcome(error=_texts.timeout_text(active.msg.timeout_ms))
 
-    def _death_fault(self, returncode: int | None, reason: str | None) -> ExecutorError:
+    def _death_fault(self, returncode: int | None, reason: str | None, started: bool) -> ExecutorError:
+        state = "the program had started" if started else "the program had not started"
         if reason is not None:
-            what = f"Worker {self.id} {reason} while running the program; the program had started."
+            what = f"Worker {self.id} {reason} while running the program; {state}."
         else:
             what = (f"Worker {self.id} crashed with {_describe_exit(returncode)} while running the "
-                    "program; the program had started.")
+                    f"program; {state}.")
         tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-3:]
-        return WorkerCrashed(what, started=True, causes=tuple(tail))
+        return WorkerCrashed(what, started=started, causes=tuple(tail))

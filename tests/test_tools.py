@@ -219,3 +219,27 @@ def test_the_registry_serves_its_tools_and_refuses_everything_else() -> None:
 def test_envelope_helpers() -> None:
     assert json.loads(tool_result({"a": [1, None]})) == {"result": {"a": [1, None]}}
     assert json.loads(tool_error("nope")) == {"error": "nope"}
+
+
+def test_large_replies_cross_intact_in_several_feeds(executor: SyncIsolateExecutor) -> None:
+    # Bigger than the isolate's inbound buffer: the text goes in several feeds, and every
+    # character must arrive (a capacity mismatch once dropped a few at each boundary).
+    pattern = "".join(chr(0x41 + i % 26) for i in range(300_000))
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        return tool_result(pattern)
+
+    outcome = executor.execute(
+        """async () => {
+            const [a, b] = await Promise.all([api.big(), api.big()]);
+            let bad = -1;
+            for (let i = 0; i < a.length; i++) {
+                if (a.charCodeAt(i) !== 65 + (i % 26) || b.charCodeAt(i) !== a.charCodeAt(i)) { bad = i; break; }
+            }
+            return [a.length, b.length, bad];
+        }""",
+        providers=[{"name": "api", "tools": ["big"]}],
+        dispatch=dispatch,
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.result == [300_000, 300_000, -1]

@@ -6,6 +6,10 @@ documented command is ``python -m workers`` (see ``workers/cli.py``).
 The worker process never forks a process that has loaded V8, and loads none itself: its
 isolate pool spawns children. The runtime starts when the worker starts (``worker_init``)
 and ends with it (``worker_shutdown``).
+
+Besides the shared queue, every worker consumes a queue of its own,
+``codemode.worker.<worker id>`` (added in ``celeryd_after_setup``, so ``celery -A workers.app
+worker -Q ...`` gets it too): the invocations and releases of the handles it retains.
 """
 
 from __future__ import annotations
@@ -44,9 +48,16 @@ def _start_runtime(sender: Any = None, **_: Any) -> None:
     runtime.start()
 
 
+def _consume_own_queue(sender: Any = None, instance: Any = None, **_: Any) -> None:
+    """After ``-Q`` was applied: add this worker's own queue (handle invocations)."""
+    if instance is not None:
+        instance.app.amqp.queues.select_add(runtime.queue)
+
+
 def _announce(sender: Any = None, **_: Any) -> None:
     print(f"{READY_MARK} worker={runtime.worker_id} queue={settings.queue} "
-          f"concurrency={worker_settings.concurrency}", flush=True)
+          f"own_queue={runtime.queue} concurrency={worker_settings.concurrency} "
+          f"max_handles={worker_settings.max_handles}", flush=True)
 
 
 def _stop_runtime(**_: Any) -> None:
@@ -54,6 +65,7 @@ def _stop_runtime(**_: Any) -> None:
 
 
 signals.worker_init.connect(_start_runtime, weak=False)
+signals.celeryd_after_setup.connect(_consume_own_queue, weak=False)
 signals.worker_ready.connect(_announce, weak=False)
 signals.worker_shutdown.connect(_stop_runtime, weak=False)
 

@@ -6,8 +6,14 @@
                       [--pool threads|solo] [--loglevel INFO] [--hostname NAME]
 
 Flags override the environment (``CODEMODE_REDIS_URL``, ``CODEMODE_QUEUE``,
-``CODEMODE_WORKER_CONCURRENCY``, ``CODEMODE_WORKER_POOL``; see ``broker_config``). The worker
-runs until SIGTERM (warm shutdown: running jobs finish) or SIGINT.
+``CODEMODE_WORKER_CONCURRENCY``, ``CODEMODE_WORKER_POOL``); every other setting, such as
+``CODEMODE_WORKER_MAX_HANDLES`` and ``CODEMODE_HANDLE_IDLE_TTL_S`` for retained handles, comes
+from the environment only (see ``broker_config``). The worker runs until SIGTERM (warm
+shutdown: running jobs finish) or SIGINT.
+
+It consumes ``--queue`` and a queue of its own, ``codemode.worker.<worker id>``, where the
+invocations of the handles it retains arrive (``celery_argv`` names both when given the
+worker's own queue; ``workers.app`` adds it in any case).
 """
 
 from __future__ import annotations
@@ -47,13 +53,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def celery_argv(settings: BrokerSettings, worker: WorkerSettings, *, loglevel: str = "INFO",
-                hostname: str | None = None) -> list[str]:
-    """The ``celery worker`` arguments this command runs with."""
+                hostname: str | None = None, own_queue: str | None = None) -> list[str]:
+    """The ``celery worker`` arguments this command runs with (``own_queue``: the worker's
+    own queue, consumed too)."""
+    queues = settings.queue if own_queue is None else f"{settings.queue},{own_queue}"
     argv = [
         "worker",
         "--pool", worker.pool,
         "--concurrency", str(worker.concurrency),
-        "--queues", settings.queue,
+        "--queues", queues,
         "--loglevel", loglevel,
         # No mingle/gossip/heartbeat events: workers share nothing but the queue, and
         # the fleet's own lease keys say who is alive.
@@ -87,11 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"codemode worker: {exc}", file=sys.stderr)
         return 2
-    from workers.app import app
+    from workers.app import app, runtime
 
     try:
         app.worker_main(celery_argv(settings, worker, loglevel=args.loglevel,
-                                    hostname=args.hostname))
+                                    hostname=args.hostname, own_queue=runtime.queue))
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)

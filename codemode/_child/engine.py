@@ -75,8 +75,10 @@ class Isolate:
         self._inbound = channel[layout["inbound"] : layout["journal"]]
         self._journal = channel[layout["journal"] : layout["sync"]]
         self._sync = channel[layout["sync"] : layout["total"]]
-        self._capacity = (len(self._inbound) - _HEADER) // 2
-        self._sync_capacity = (len(self._sync) - _JOURNAL_HEADER) // 2
+        # Capacities are the runtime's, not the regions' byte lengths (alignment pads them):
+        # writing past what the runtime's views cover would lose text at chunk boundaries.
+        self._capacity = layout["inbound_units"]
+        self._sync_capacity = layout["sync_units"]
         self._journal_read = 0
         argv = await ctx.eval_cancelable("[]")
         self._argv = ctx._python_to_value_handle(argv)

@@ -49,6 +49,7 @@ from .._protocol import (
     Reply,
     Run,
     Shutdown,
+    Started,
     encode_frame,
 )
 from .._request import Provider
@@ -62,6 +63,8 @@ WEDGE_PROBE_S = 0.25
 MAX_TIMERS = 10_000
 INBOUND_UNITS = 64 * 1024
 """UTF-16 units of each isolate's inbound buffer; larger texts go in several feeds."""
+LOG_BUDGET_MESSAGES = 4
+"""A run's logs carry at most this many message ceilings of text (4 MB by default)."""
 BUNDLE_CACHE = 64
 """Module bundles a child keeps (the host sends each once per child, then names it)."""
 SYNC_UNITS = 128 * 1024
@@ -79,7 +82,10 @@ def _layout() -> dict[str, int]:
     sync = journal + 16 + 2 * JOURNAL_UNITS
     sync += -sync % 16
     total = sync + 16 + 2 * SYNC_UNITS
-    return {"inbound": inbound, "journal": journal, "sync": sync, "total": total}
+    return {
+        "inbound": inbound, "journal": journal, "sync": sync, "total": total,
+        "inbound_units": INBOUND_UNITS, "journal_units": JOURNAL_UNITS, "sync_units": SYNC_UNITS,
+    }
 
 
 LAYOUT = _layout()
@@ -188,6 +194,8 @@ class RunState:
         self.start_task: asyncio.Task[None] | None = None
         self.kind = "ok"
         self.settled = True
+        self.log_bytes = 0
+        self.logs_over_budget = 0
 
 
 class Child:
@@ -197,6 +205,7 @@ class Child:
         self.memory_limit_mb = memory_limit_mb
         self.max_message_bytes = max_message_bytes
         self.max_log_entries = max_log_entries
+        self.max_log_bytes = LOG_BUDGET_MESSAGES * max_message_bytes
         self.proto_in = proto_in
         self.proto_out = proto_out
         self.decoder = msgspec.msgpack.Decoder(HostMessage)
@@ -204,6 +213,8 @@ class Child:
         self.spare_task: asyncio.Task[Any] | None = None
         self.run: RunState | None = None
         self.rss_limit = 0
+        self.baseline_rss = 0
+        self.residue_limit = 0
         self.stdlib_modules: dict[str, list[str]] = {}
         self.stdlib_sources: dict[str, str] = {}
         self.loop: asyncio.AbstractEventLoop
@@ -331,13 +342,14 @@ class Child:
         if FAULT == "garbage-frame":
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
-        if _rss_bytes() > self.rss_limit:
-            # The last run's memory is not back yet: wait for its isolate to close.
+        if _rss_bytes() > self.residue_limit:
+            # The last run's memory is not back yet: wait for its isolate to close. A child
+            # that stays bloated recycles before this run starts (the host retries it).
             if self.closing:
                 await asyncio.wait(set(self.closing))
             _malloc_trim()
-            if _rss_bytes() > self.rss_limit:
-                self.send(Recycle("resident memory stayed above the bound between runs"))
+            if _rss_bytes() > self.residue_limit:
+                self.send(Recycle("resident memory stayed high between runs"))
                 os._exit(0)
         if isinstance(msg, Invoke):
             isolate = self.retained.get(msg.handle_id)
@@ -366,6 +378,7 @@ class Child:
         pumper = asyncio.ensure_future(self.pump_loop(state))
         clock = asyncio.ensure_future(self.clock(state))
         watcher = asyncio.ensure_future(self.watch_memory(state))
+        self.send(Started(msg.run_id))
         state.start_task = asyncio.ensure_future(begin(payload))
         state.start_task.add_done_callback(lambda t: self._start_done(state, t))
         await state.finished.wait()
@@ -441,7 +454,13 @@ class Child:
                 return
             tag = m[0]
             if tag == "l":
-                state.logs.append(LogEntry(_texts.well_formed(m[1]), self.log_text(m[2])))
+                text = self.log_text(m[2])
+                size = len(text)
+                if state.log_bytes + size > self.max_log_bytes:
+                    state.logs_over_budget += 1
+                    continue
+                state.log_bytes += size
+                state.logs.append(LogEntry(_texts.well_formed(m[1]), text))
             elif tag == "s":
                 # A synchronous request (a standard library module's source): answer at once,
                 # the isolate is waiting for it.
@@ -539,6 +558,11 @@ class Child:
         self.drain_journal(state)
         if error is not None:
             error = _texts.well_formed(error)
+        if state.logs_over_budget:
+            state.logs.append(LogEntry("warn", (
+                f"[codemode] {state.logs_over_budget} more log entries were dropped: a run's logs "
+                f"carry at most {_texts.format_bytes(self.max_log_bytes)} of text."
+            )))
         start_task = state.start_task
         settled = kind not in ("timeout", "memory") and (start_task is None or start_task.done())
         state.settled = settled
@@ -581,10 +605,15 @@ class Child:
             closing.add_done_callback(self.closing.discard)
         else:
             await self.close_isolate(isolate)
-        if _rss_bytes() > self.rss_limit:
+        if state.kind == "memory":
+            # A run that exhausted its bound can leave the allocator fragmented and the
+            # engine's global state strained: a fresh process is the safe next host.
+            self.send(Recycle("the last run exhausted its memory bound"))
+            os._exit(0)
+        if _rss_bytes() > self.residue_limit:
             _malloc_trim()
-        if _rss_bytes() > self.rss_limit and not self.closing:
-            self.send(Recycle("resident memory stayed above the bound after the run"))
+        if _rss_bytes() > self.residue_limit and not self.closing:
+            self.send(Recycle("resident memory stayed high after the run"))
             os._exit(0)
         if not state.settled:
             self.send(Idle())  # the host held this child back until now
@@ -654,7 +683,11 @@ class Child:
         if not missing:
             self.spare = await self.new_isolate()
         # Everything above is the resident baseline; a run may add its heap bound on top.
-        self.rss_limit = _rss_bytes() + self.memory_limit_mb * MB * 5 // 4 + 64 * MB
+        self.baseline_rss = _rss_bytes()
+        self.rss_limit = self.baseline_rss + self.memory_limit_mb * MB * 5 // 4 + 64 * MB
+        # What a finished run may leave behind before the child recycles instead of letting
+        # its residue count against the next run's bound.
+        self.residue_limit = self.baseline_rss + max(64 * MB, self.memory_limit_mb * MB // 2)
         self.send(Ready(os.getpid(), tuple(missing)))
         if missing:
             await asyncio.sleep(3600)

@@ -1,9 +1,9 @@
 """codemode as a fleet: producers enqueue execute jobs onto Redis, Celery workers run them.
 
 :class:`FleetExecutor` keeps the contract of :class:`codemode.IsolateExecutor` (the same
-``execute``, the same Outcome, the same faults, ``aclose()``/``dispose()``, ``async with``);
-tool calls and outbound requests travel back to the host that enqueued the job, on that
-job's reply channel in Redis, while the program runs.
+``execute``, ``invoke_handle`` and ``release_handle``, the same Outcome, the same faults,
+``aclose()``/``dispose()``, ``async with``); tool calls and outbound requests travel back to
+the host that enqueued the job, on that job's reply channel in Redis, while the program runs.
 
 Layout::
 
@@ -11,7 +11,8 @@ Layout::
     _session.py    the host's side of one job (reply channel, dispatch, policy, liveness)
     _producer.py   publishing through Celery's send_task
     _heartbeat.py  the host's heartbeat key
-    _jobrunner.py  the worker's side of one job (claim, lease, relay)
+    _jobrunner.py  the worker's side of one job (claim, lease, relay); liveness keys
+    _handles.py    retained handles: the host's table, the worker's table and routes
     _runtime.py    the worker process's event loop, isolate pool and Redis client
     _scripts.py    the Lua scripts: admission, claim, heartbeat, settle
     _channel.py    reply channels: Redis lists with expiries

@@ -386,10 +386,13 @@ class FleetExecutor:
         except HandleLost as exc:
             self._handles.mark(record, "lost", str(exc))
             raise
-        except WorkerCrashed:
+        except (WorkerCrashed, Disposed) as exc:
+            # The worker, or the isolate child holding the handle, died (or the worker shut
+            # down) while the invocation ran: the isolate is gone with it.
             self._handles.mark(record, "lost", (
-                f"Handle {record.id} is lost: worker {record.worker} died during an invocation "
-                "(WORKER_CRASHED); run the program again."))
+                f"Handle {record.id} is lost: the process that held its isolate on worker "
+                f"{record.worker} died during an invocation ({exc.code}); run the program "
+                "again."))
             raise
         return outcome
 

@@ -124,6 +124,8 @@ class JobRunner:
                 if not failing:
                     log.warning("worker %s: liveness refresh failed (%s)", self.worker_id, exc)
                 failing = True
+            except Exception:  # a bug here must not stop the liveness keys for good
+                log.exception("worker %s: liveness refresh failed", self.worker_id)
             else:
                 failing = False
             await asyncio.sleep(interval)

@@ -12,6 +12,7 @@ import pytest
 from codemode import (
     NETWORK_DISABLED,
     ExecutorError,
+    HandleLost,
     InvalidRequest,
     Outcome,
     timeout_text,
@@ -193,3 +194,51 @@ async def test_an_outbound_policy_decides_every_request_in_the_host(executor: An
                               "Requests to evil.example are not allowed for this run."]
     assert seen == [("GET", "https://api.example/old"), ("GET", "https://api.example/new"),
                     ("GET", "https://evil.example/")]
+
+
+async def test_the_basic_handle_flow(executor: Any) -> None:
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        return tool_result(msgspec.json.decode(args_json)[0] * 10)
+
+    created = await executor.execute(
+        """async () => {
+            let hits = 0;
+            return async (request) => {
+                hits++;
+                if (request.url.endsWith('/throw')) throw new Error('bad request');
+                console.log('hit', hits);
+                return Response.json({ hits, tool: await store.get(hits),
+                                       path: new URL(request.url).pathname },
+                                     { status: 201, headers: { 'x-hits': String(hits) } });
+            };
+        }""",
+        providers=STORE, dispatch=dispatch, retain_handles=True)
+    assert isinstance(created, Outcome)
+    assert created.error is None and created.result is None
+    assert isinstance(created.handle, str) and created.handle
+    handle = created.handle
+    first = await executor.invoke_handle(handle, {"method": "GET", "url": "https://svc.local/a"})
+    second = await executor.invoke_handle(handle, {"url": "https://svc.local/b"})
+    assert first.error is None and first.handle is None
+    assert set(first.result) == {"status", "statusText", "headers", "body"}
+    assert first.result["status"] == 201 and ["x-hits", "1"] in first.result["headers"]
+    assert first.result["body"] == '{"hits":1,"tool":10,"path":"/a"}'
+    assert second.result["body"] == '{"hits":2,"tool":20,"path":"/b"}'
+    assert [e.to_dict() for e in second.logs] == [{"level": "log", "text": "hit 2"}]
+    thrown = await executor.invoke_handle(handle, {"url": "https://svc.local/throw"})
+    assert thrown.error == "bad request" and thrown.result is None
+    third = await executor.invoke_handle(handle, {"url": "https://svc.local/c"})
+    assert third.result["body"] == '{"hits":4,"tool":40,"path":"/c"}'
+    with pytest.raises(InvalidRequest):
+        await executor.invoke_handle(handle, {"method": "GET"})  # no url
+    await executor.release_handle(handle)
+    with pytest.raises(HandleLost) as info:
+        await executor.invoke_handle(handle, {"url": "https://svc.local/a"})
+    assert info.value.code == "HANDLE_LOST" and not info.value.retryable
+    with pytest.raises(HandleLost):
+        await executor.release_handle(handle)
+    with pytest.raises(HandleLost):
+        await executor.invoke_handle("no-such-handle", {"url": "https://svc.local/a"})
+    # A program that returns no request handler retains nothing.
+    plain = await executor.execute("async () => 42", retain_handles=True)
+    assert plain.result == 42 and plain.handle is None

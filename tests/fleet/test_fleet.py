@@ -74,7 +74,7 @@ async def test_invalid_request_raises_before_anything_is_enqueued(
         with pytest.raises(InvalidRequest):
             await ex.execute("() => 1", providers=[{"name": "t", "tools": ["x"]}])
         with pytest.raises(InvalidRequest):
-            await ex.execute("() => 1", retain_handles=True)
+            await ex.execute("() => 1", retain_handles="yes")
         with pytest.raises(InvalidRequest):
             await ex.execute("() => 1", modules={"m": object()})
     assert redis_sync.llen(private_queue.queue) == 0

@@ -1119,18 +1119,42 @@ def test_pool_is_back_to_its_workers(executor: SyncIsolateExecutor) -> None:
     assert [o.result for o in outcomes] == [42] * 4
 
 
-def test_the_run_after_an_exhausted_heap_is_not_blamed_for_it() -> None:
-    """One child, so the next run lands where the hostile one ran. The program leaves its
-    isolate's heap at V8's own limit (its 256 MB string stays reachable after the run, so the
-    child's next touch of that isolate is a fatal out-of-memory); whatever the child does with
-    that isolate afterwards, the next caller's 6 * 7 is 42."""
-    hostile = "async () => { const s = 'x'.repeat(2 ** 28); return s.replace(/x/g, 'yy').length }"
+AFTERMATH = [
+    # The program's 256 MB string stays reachable after the run, so the child's next touch
+    # of that isolate is a fatal out-of-memory.
+    ("exhausted-heap", "async () => { const s = 'x'.repeat(2 ** 28); return s.replace(/x/g, 'yy').length }",
+     MEMORY),
+    # WebAssembly memory grown until the data limit refuses it: the program's own error, and
+    # the child aborts (SIGABRT) after it.
+    ("wasm-grow-refused",
+     "async () => { const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 }); for (;;) m.grow(160) }",
+     "WebAssembly.Memory.grow(): Unable to grow instance memory"),
+    # A heap bomb inside a timer: the child keeps most of that memory resident after the run.
+    ("resident-residue",
+     "async () => { setTimeout(() => { const a = []; for (;;) a.push([a]) }, 0); "
+     "await new Promise(() => {}) }",
+     MEMORY),
+]
+# An ordinary program for the run that comes next: a quarter of the heap bound, held long
+# enough for the child's memory sampling to see it.
+ORDINARY = (
+    "async () => { const a = new Array(4e6).fill(1.5); "
+    "await new Promise((r) => setTimeout(r, 50)); return a.length }"
+)
+
+
+@pytest.mark.parametrize(("hostile", "its_error"), [a[1:] for a in AFTERMATH], ids=[a[0] for a in AFTERMATH])
+def test_the_next_run_is_not_blamed_for_what_the_last_one_left(hostile: str, its_error: str) -> None:
+    """One child, so the next run lands where the hostile one ran, at once. Whatever the
+    child has to do with the hostile program's isolate afterwards (and whether it survives
+    that), the next caller's ordinary program gets its value: never the previous program's
+    error, never a memory error for memory it did not use, never a fault."""
     with SyncIsolateExecutor(pool={"max_workers": 1}, memory_limit=HOSTILE_MEMORY_MB, timeout=5_000) as ex:
         got = []
         for _ in range(3):
-            assert ex.execute(hostile).error == MEMORY
-            got.append(summary(execute_guarded(ex, "async () => 6 * 7", 5_000, [])))
-        assert got == [42, 42, 42]
+            assert ex.execute(hostile).error == its_error
+            got.append(summary(execute_guarded(ex, ORDINARY, 5_000, [])))
+        assert got == [4_000_000] * 3, got
 
 
 def test_a_stream_of_wedging_programs_never_fails_an_innocent_caller() -> None:
