@@ -89,6 +89,17 @@ class ActiveRun:
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
+_PASSED_ENV = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
+
+
+def _child_environment() -> dict[str, str]:
+    """What a child inherits by default: enough to start Python, plus ``CODEMODE_*`` knobs.
+    The host's credentials (API keys in the environment) stay in the host."""
+    return {
+        k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("CODEMODE_")
+    }
+
+
 def _well_formed_data(value: Any) -> Any:
     if isinstance(value, str):
         return _texts.well_formed(value)
@@ -140,7 +151,7 @@ class Worker:
 
     async def start(self) -> None:
         s = self.settings
-        env = dict(os.environ if s.env is None else s.env)
+        env = dict(_child_environment() if s.env is None else s.env)
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "codemode._child",
