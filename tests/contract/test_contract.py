@@ -242,3 +242,34 @@ async def test_the_basic_handle_flow(executor: Any) -> None:
     # A program that returns no request handler retains nothing.
     plain = await executor.execute("async () => 42", retain_handles=True)
     assert plain.result == 42 and plain.handle is None
+
+
+async def test_modules_cross_as_data_and_import_resolves(executor: Any) -> None:
+    modules = {
+        "lib/math": "export const add = (a, b) => a + b\nexport default 7\n",
+        "lib/cfg": {"type": "json", "value": {"n": 3}},
+        "lib/cjs": {"type": "cjs", "source": "module.exports = { twice: (x) => 2 * x }\n"},
+    }
+    outcome = await executor.execute(
+        """async () => {
+            const m = await import('lib/math');
+            const c = await import('lib/cfg');
+            const j = await import('lib/cjs');
+            let missing;
+            try { await import('lib/none') } catch (e) { missing = e.message }
+            return [m.add(1, 2), m.default, c.default.n, j.default.twice(4), missing];
+        }""",
+        modules=modules,
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.result[:4] == [3, 7, 3, 8]
+    assert outcome.result[4].startswith("Cannot import 'lib/none': this run can import")
+
+
+async def test_randomness_is_fresh_in_every_isolate(executor: Any) -> None:
+    code = "async () => [crypto.randomUUID(), Array.from(crypto.getRandomValues(new Uint8Array(8)))]"
+    first = await executor.execute(code)
+    second = await executor.execute(code)
+    assert first.error is None and second.error is None
+    assert first.result[0] != second.result[0]
+    assert first.result[1] != second.result[1]
