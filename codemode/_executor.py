@@ -117,6 +117,7 @@ class IsolateExecutor:
             env=dict(child_env) if child_env is not None else None,
         )
         self._pool: Pool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._disposed = False
         self._run_ids = itertools.count(1)
         if max_handles is None:
@@ -142,8 +143,14 @@ class IsolateExecutor:
         """End every child. Calls waiting in line and runs in flight fail with DISPOSED."""
         self._disposed = True
         self._handles.close()
-        if self._pool is not None:
-            await self._pool.close()
+        if self._pool is None:
+            return
+        if self._loop is not asyncio.get_running_loop():
+            # The pool's loop is gone (or elsewhere): its transports cannot be awaited from
+            # here, but its children can still be ended.
+            self._pool.kill_now()
+            return
+        await self._pool.close()
 
     dispose = aclose
 
@@ -155,8 +162,16 @@ class IsolateExecutor:
     def _ensure_pool(self) -> Pool:
         if self._disposed:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
+        loop = asyncio.get_running_loop()
         if self._pool is None:
             self._pool = Pool(self.config.pool, self._settings)
+            self._loop = loop
+        elif self._loop is not loop:
+            raise InvalidRequest(
+                "This IsolateExecutor belongs to the event loop that first used it (its children "
+                "are that loop's subprocesses). Create one executor per event loop, or use "
+                "SyncIsolateExecutor from code that starts a new loop per call."
+            )
         return self._pool
 
     # ---- execute ------------------------------------------------------------------

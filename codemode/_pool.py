@@ -172,6 +172,21 @@ class Pool:
     def workers(self) -> list[Worker]:
         return [w for w in self._slots.values() if w is not None]
 
+    def kill_now(self) -> None:
+        """End every child at once, without the event loop that started them."""
+        self._closed = True
+        for worker in self.workers() + list(self._spawning):
+            if worker.pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(worker.pid, signal.SIGKILL)
+                _LIVE_PIDS.discard(worker.pid)
+            # Its transport belongs to a loop that may be closed: mark it closed so that
+            # garbage collection does not try to schedule a close on that loop (the pipes'
+            # own finalizers close their descriptors).
+            transport = getattr(worker.proc, "_transport", None)
+            if transport is not None:
+                transport._closed = True
+
     async def close(self) -> None:
         """End every child; calls in line fail with DISPOSED, runs in flight too."""
         if self._closed:

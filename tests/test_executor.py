@@ -308,3 +308,22 @@ def test_the_entry_form_hint_only_follows_statements(executor: SyncIsolateExecut
     assert executor.execute("async () => { return 1 +* 2 }").error == "Unexpected token '*'"
     statements = executor.execute("const x = 1; x").error
     assert statements is not None and statements.endswith("pass model output through normalize_code() first.")
+
+
+def test_an_executor_used_from_a_second_event_loop_says_so() -> None:
+    ex = IsolateExecutor(pool={"max_workers": 1})
+
+    async def first() -> None:
+        assert (await ex.execute("async () => 1")).result == 1
+
+    async def second() -> None:
+        with pytest.raises(InvalidRequest) as info:
+            await ex.execute("async () => 2")
+        assert "belongs to the event loop that first used it" in str(info.value)
+
+    async def close() -> None:
+        await ex.aclose()  # from a third loop: the children are still ended
+
+    asyncio.run(first())
+    asyncio.run(second())
+    asyncio.run(close())
