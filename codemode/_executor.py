@@ -47,7 +47,7 @@ from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
 from ._protocol import Call, Fetch, Invoke, Run
-from ._request import ResolvedRequest, resolve_request
+from ._request import ResolvedRequest, resolve_request, resolve_timeout
 from ._texts import ENTRY_FORM
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
@@ -325,17 +325,7 @@ class IsolateExecutor:
             raise Disposed("The executor was disposed; its handles are gone.")
         record = self._handles.get(handle)
         request_json = plain_request(request)
-        if timeout is UNSET or timeout is None:
-            timeout_ms = record.request.timeout_ms
-        else:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-                raise InvalidRequest(f"timeout must be a positive number of milliseconds, got {timeout!r}.")
-            timeout_ms = int(timeout)
-            if timeout_ms > self.config.ceilings.max_timeout_ms:
-                raise InvalidRequest(
-                    f"timeout {timeout_ms} ms is above the operator ceiling max_timeout_ms="
-                    f"{self.config.ceilings.max_timeout_ms}."
-                )
+        timeout_ms = resolve_timeout(self.config, timeout, record.request.timeout_ms)
         async with record.lock:
             record = self._handles.get(handle)  # it may have died while we waited
             base = record.request

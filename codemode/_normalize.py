@@ -201,41 +201,40 @@ def _pick(blocks: list[_Fence]) -> str:
 # ---- the program ----------------------------------------------------------------------
 
 
-def _entry_as_given(code: str) -> bool:
-    """Whether the executor would accept ``code`` unchanged: ``(code)`` is one function."""
+def _sole_expression(code: str) -> tuple[bool, Node | None]:
+    """Parse ``(code)`` the way the executor evaluates it. Returns whether it parsed cleanly,
+    and the one parenthesized expression spanning the whole text (``None`` when the code is
+    not one expression, e.g. ``1) || (2`` closing the parentheses itself)."""
     wrapped = ("(" + code + "\n)").encode("utf-8", "surrogatepass")
     root = _parse(wrapped)
     if root.has_error:
-        return False
+        return False, None
     statements = _statements(root)
     if len(statements) != 1 or statements[0].type != "expression_statement":
-        return False
+        return True, None
     expression = statements[0].named_children[0] if statements[0].named_child_count else None
-    if expression is None or expression.type != "parenthesized_expression":
-        return False
-    if expression.start_byte != 0 or expression.end_byte != len(wrapped):
-        return False
-    return _unwrap(expression).type in _FUNCTION_TYPES
+    if (
+        expression is None
+        or expression.type != "parenthesized_expression"
+        or expression.start_byte != 0
+        or expression.end_byte != len(wrapped)
+    ):
+        return True, None
+    return True, expression
+
+
+def _entry_as_given(code: str) -> bool:
+    """Whether the executor would accept ``code`` unchanged: ``(code)`` is one function."""
+    parsed, expression = _sole_expression(code)
+    return parsed and expression is not None and _unwrap(expression).type in _FUNCTION_TYPES
 
 
 def entry_form_problem(code: str) -> bool:
     """Whether ``code`` parses cleanly but is not one expression: ``1) || (2`` style code
     that would close the executor's parentheses itself. (Code that does not parse at all
     is left to the engine, whose SyntaxError names the position.)"""
-    wrapped = ("(" + code + "\n)").encode("utf-8", "surrogatepass")
-    root = _parse(wrapped)
-    if root.has_error:
-        return False
-    statements = _statements(root)
-    if len(statements) != 1 or statements[0].type != "expression_statement":
-        return True
-    expression = statements[0].named_children[0] if statements[0].named_child_count else None
-    return (
-        expression is None
-        or expression.type != "parenthesized_expression"
-        or expression.start_byte != 0
-        or expression.end_byte != len(wrapped)
-    )
+    parsed, expression = _sole_expression(code)
+    return parsed and expression is None
 
 
 def _ends_with_comment(root: Node, source: bytes) -> bool:

@@ -17,7 +17,7 @@ import msgspec
 from ._config import UNSET, ExecutorConfig
 from ._faults import InvalidRequest
 
-__all__ = ["Dispatch", "Provider", "ResolvedRequest", "resolve_request"]
+__all__ = ["Dispatch", "Provider", "ResolvedRequest", "resolve_request", "resolve_timeout"]
 
 Dispatch: TypeAlias = Callable[[str, str, str], "str | Awaitable[str]"]
 """``(provider, tool, args_json) -> envelope`` — sync or async, runs in the host."""
@@ -111,6 +111,25 @@ class ResolvedRequest:
     retain_handles: bool
 
 
+def resolve_timeout(config: ExecutorConfig, timeout: object, default_ms: int) -> int:
+    """A request's timeout in ms (``default_ms`` when left out), held to the operator ceiling.
+    The one check for every entry point that takes a timeout (runs and handle invocations)."""
+    if timeout is UNSET or timeout is None:
+        timeout_ms = default_ms
+    else:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise InvalidRequest(f"timeout must be a positive number of milliseconds, got {timeout!r}.")
+        timeout_ms = int(timeout)
+        if timeout_ms < 1:
+            raise InvalidRequest(f"timeout must be at least 1 ms, got {timeout!r}.")
+    if timeout_ms > config.ceilings.max_timeout_ms:
+        raise InvalidRequest(
+            f"timeout {timeout_ms} ms is above the operator ceiling max_timeout_ms="
+            f"{config.ceilings.max_timeout_ms}; ask for less time per run."
+        )
+    return timeout_ms
+
+
 def resolve_request(
     config: ExecutorConfig,
     *,
@@ -154,19 +173,7 @@ def resolve_request(
             "outbound must be left out (the executor's network), None (no network) or a "
             "callable policy."
         )
-    if timeout is UNSET or timeout is None:
-        timeout_ms = config.timeout_ms
-    else:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise InvalidRequest(f"timeout must be a positive number of milliseconds, got {timeout!r}.")
-        timeout_ms = int(timeout)
-        if timeout_ms < 1:
-            raise InvalidRequest(f"timeout must be at least 1 ms, got {timeout!r}.")
-    if timeout_ms > config.ceilings.max_timeout_ms:
-        raise InvalidRequest(
-            f"timeout {timeout_ms} ms is above the operator ceiling max_timeout_ms="
-            f"{config.ceilings.max_timeout_ms}; ask for less time per run."
-        )
+    timeout_ms = resolve_timeout(config, timeout, config.timeout_ms)
     if count_host_waits is UNSET or count_host_waits is None:
         chw = config.count_host_waits
     elif isinstance(count_host_waits, bool):

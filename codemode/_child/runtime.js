@@ -125,11 +125,17 @@
   const inboundUnits = new Uint16Array(channel, layout.inbound + 8, config.inboundUnits);
   let fed = '';
   const fromCharCode = StringCtor.fromCharCode;
-  const feed = () => {
-    const n = inboundCount[0];
+  // The first n elements of a typed array as a string, one char per element (UTF-16 units
+  // from a channel, or bytes as latin-1), in slices small enough for one apply.
+  const unitsToString = (view, n) => {
+    let text = '';
     for (let i = 0; i < n; i += 8192) {
-      fed += ReflectApply(fromCharCode, null, inboundUnits.subarray(i, Math.min(n, i + 8192)));
+      text += ReflectApply(fromCharCode, null, view.subarray(i, Math.min(n, i + 8192)));
     }
+    return text;
+  };
+  const feed = () => {
+    fed += unitsToString(inboundUnits, inboundCount[0]);
     inboundCount[0] = 0;
   };
   const takeFed = () => {
@@ -317,13 +323,7 @@
     send(['f', id, requestJson]);
   });
   // Bodies cross as latin-1 strings (one char per byte): exact and cheap to build.
-  const encodeBody = (bytes) => {
-    let s = '';
-    for (let i = 0; i < bytes.length; i += 8192) {
-      s += StringCtor.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
-    }
-    return s;
-  };
+  const encodeBody = (bytes) => unitsToString(bytes, bytes.length);
   const decodeBody = (s) => {
     const out = new Uint8Array(s.length);
     for (let i = 0; i < s.length; i++) out[i] = ReflectApply(StringCharCodeAt, s, [i]);
@@ -403,12 +403,7 @@
       ReflectApply(atomicsWait, Atomics, [syncHead, 0, seq - 1, 0.05]);
       if (dateNow() > deadline) throw new ErrorCtor(`The host did not answer a request for ${request}.`);
     }
-    const n = syncHead[1];
-    let text = '';
-    for (let i = 0; i < n; i += 8192) {
-      text += ReflectApply(fromCharCode, null, syncUnits.subarray(i, Math.min(n, i + 8192)));
-    }
-    return text;
+    return unitsToString(syncUnits, syncHead[1]);
   };
   const sources = ObjectCreate(null);
   const loaded = new MapCtor();

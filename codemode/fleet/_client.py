@@ -55,7 +55,7 @@ from .._faults import (
 )
 from .._handles import plain_request
 from .._outcome import Outcome
-from .._request import ResolvedRequest, resolve_request
+from .._request import ResolvedRequest, resolve_request, resolve_timeout
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import HostHandle, HostHandles, worker_gone_text
 from ._heartbeat import HostHeartbeat
@@ -324,17 +324,7 @@ class FleetExecutor:
             raise Disposed("The executor was disposed; its handles are gone.")
         record = self._handles.get(handle)
         request_json = plain_request(request)
-        if timeout is UNSET or timeout is None:
-            timeout_ms = record.request.timeout_ms
-        else:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-                raise InvalidRequest(
-                    f"timeout must be a positive number of milliseconds, got {timeout!r}.")
-            timeout_ms = int(timeout)
-            if timeout_ms > self.config.ceilings.max_timeout_ms:
-                raise InvalidRequest(
-                    f"timeout {timeout_ms} ms is above the operator ceiling max_timeout_ms="
-                    f"{self.config.ceilings.max_timeout_ms}.")
+        timeout_ms = resolve_timeout(self.config, timeout, record.request.timeout_ms)
         async with record.lock:
             record = self._handles.get(handle)  # it may have ended while we waited
             return await self._to_holder(record, {
