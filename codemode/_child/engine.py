@@ -6,7 +6,8 @@ so a program that never yields would freeze the very loop that must enforce its 
 So, after preparation, this module only ever makes *cancelable tasks* that need no
 synchronous step:
 
-* calls take a prebuilt empty argument array (built once, while the isolate was idle);
+* calls take a prebuilt argument array (built once, while the isolate was idle; it holds
+  the bell, which only the first call, the runtime's setup, reads);
 * data goes in through a SharedArrayBuffer whose memory Python writes directly
   (UTF-16 after an 8-byte header), and the called function reads it;
 * data comes out as the string result of ``pump()``, after a data-less notification (the
@@ -14,6 +15,9 @@ synchronous step:
 
 mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every context, so we
 build contexts from the layer under it and install our runtime instead.
+
+Preparing an isolate is most of a trivial run's cost, so its steps are counted: one script
+evaluation (the runtime, parsed once: see runtime.js), one argument array, one call.
 """
 
 from __future__ import annotations
@@ -29,19 +33,31 @@ from typing import Any
 from py_mini_racer import _mini_racer as _mr  # the layer under MiniRacer: bare contexts
 from py_mini_racer._types import JSUndefined
 
+from ..stdlib import blank_comment_lines
+
 __all__ = ["Isolate", "runtime_source"]
 
 _RUNTIME: str | None = None
 _HEADER = 8
 _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
+_CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
+
+
+def _with_config(config_json: str) -> str:
+    """The runtime's source with this isolate's configuration in place."""
+    source = runtime_source()
+    if _CONFIG_SLOT not in source:
+        raise RuntimeError("runtime.js has lost its configuration slot")
+    return source.replace(_CONFIG_SLOT, f"const configJson = {json.dumps(config_json)};", 1)
 
 
 def runtime_source() -> str:
     """The JS runtime installed in every isolate (see runtime.js)."""
     global _RUNTIME
     if _RUNTIME is None:
-        _RUNTIME = (resources.files("codemode._child") / "runtime.js").read_text("utf-8")
+        text = (resources.files("codemode._child") / "runtime.js").read_text("utf-8")
+        _RUNTIME = blank_comment_lines(text)
     return _RUNTIME
 
 
@@ -67,10 +83,16 @@ class Isolate:
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
-        factory: Any = await ctx.eval_cancelable(runtime_source())
-        pair: Any = await ctx.call_function_cancelable(factory, bell, config_json)
-        # The isolate is idle here, so these two synchronous reads cannot block on it.
-        api, channel = pair[0], pair[1]
+        api: Any = await ctx.eval_cancelable(_with_config(config_json))
+        # The isolate is idle here, so these synchronous steps cannot block on it.
+        argv: Any = ctx.eval("[]")
+        argv.append(bell)
+        self._argv = ctx._python_to_value_handle(argv)
+        self._this = ctx._python_to_value_handle(JSUndefined)
+        self._api = ctx._python_to_value_handle(api)
+        # The first call is the runtime's setup: it takes the bell and returns the channel.
+        # Every later call passes the same argument array, which the runtime then ignores.
+        channel: Any = await self._call(0)
         self._control = channel[0:16]
         self._inbound = channel[layout["inbound"] : layout["journal"]]
         self._journal = channel[layout["journal"] : layout["sync"]]
@@ -80,10 +102,6 @@ class Isolate:
         self._capacity = layout["inbound_units"]
         self._sync_capacity = layout["sync_units"]
         self._journal_read = 0
-        argv = await ctx.eval_cancelable("[]")
-        self._argv = ctx._python_to_value_handle(argv)
-        self._this = ctx._python_to_value_handle(JSUndefined)
-        self._api = ctx._python_to_value_handle(api)
         # Keep the Python wrappers alive as long as their raw handles are used.
         self._handles = [argv, api, channel]
 
@@ -94,7 +112,8 @@ class Isolate:
 
     async def _call(self, op: int) -> Any:
         ctx = self.ctx
-        struct.pack_into("<i", self._control, 0, op)
+        if op:
+            struct.pack_into("<i", self._control, 0, op)
         return await ctx._run_cancelable_mr_task(
             ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw
         )

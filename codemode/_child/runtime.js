@@ -1,11 +1,18 @@
 // The runtime installed in every fresh isolate before a program runs.
 //
-// Evaluated once per isolate, while the child is idle, as one function expression:
-//   (bell, configJson) => [start, pump]
-// `bell` is a one-way notification into the child's Python: it carries no data (reading
-// an argument would need the isolate, which may be busy), it only says "the outbox has
-// something". Python then calls `pump(inboxJson)`, which delivers replies and returns the
-// outbox as one JSON string. Everything that leaves the isolate is a string.
+// Evaluated once per isolate, while the child is idle, as one script: a block whose
+// value is `api`, the single entry point. The child writes its configuration (a JSON
+// string literal) into the slot on the first line of the block before evaluating. A script's top level is
+// compiled once; the same code as a function expression was parsed twice (a pre-parse
+// when evaluated, a full parse when called), which cost a trivial run about 0.5 ms.
+// The block keeps every name below out of the global scope.
+//
+// `bell` is a one-way notification into the child's Python, handed over by the first
+// call of `api` (the setup, which returns the channel). It carries no data (reading an
+// argument would need the isolate, which may be busy), it only says "the journal has
+// something". Python then reads the journal straight from shared memory, or calls
+// `api` with the pump operation, which returns what did not fit as one JSON string.
+// Everything that leaves the isolate is a string.
 //
 // Outbox messages:  ["c", id, provider, tool, argsJson]   tool call
 //                   ["f", id, requestJson]                 fetch (plain data)
@@ -16,8 +23,10 @@
 //
 // Built-ins used here are captured now, so a program that monkeypatches them later can
 // only break its own run, never the framing of what crosses.
-(bell, configJson) => {
-  'use strict';
+'use strict';
+{
+  const configJson = CODEMODE_CONFIG;
+  let bell = null;
   const G = globalThis;
   const JSONparse = JSON.parse;
   const JSONstringify = JSON.stringify;
@@ -436,24 +445,29 @@
   host.fetch = hostFetch;
   Object.freeze(host);
   const moduleIds = Object.keys(config.modules);
-  for (let m = 0; m < moduleIds.length; m++) {
-    const id = moduleIds[m];
-    const names = config.modules[id];
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i];
-      const get = function () {
-        requireModule(id);
-        return G[name];
-      };
-      lazyGetters[name] = get;
-      ObjectDefineProperty(G, name, {
-        configurable: true,
-        enumerable: false,
-        get,
-        set(value) { define(name, value); },
-      });
+  // In a function, not at top level: the loop would make V8 compile the whole script
+  // a second time (baseline code for a script that runs once).
+  const installLazyGlobals = () => {
+    for (let m = 0; m < moduleIds.length; m++) {
+      const id = moduleIds[m];
+      const names = config.modules[id];
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i];
+        const get = function () {
+          requireModule(id);
+          return G[name];
+        };
+        lazyGetters[name] = get;
+        ObjectDefineProperty(G, name, {
+          configurable: true,
+          enumerable: false,
+          get,
+          set(value) { define(name, value); },
+        });
+      }
     }
-  }
+  };
+  installLazyGlobals();
   if (!('console' in config.modules) && !moduleIds.some((id) => config.modules[id].includes('console'))) {
     // Fallback console when the standard library ships none: plain string joining.
     const fmt = (args) => args.map((a) => (typeof a === 'string' ? a : (() => {
@@ -660,7 +674,14 @@
   // Python writes an operation code into the control word, then calls this with no
   // arguments (a call that needs no argument array never waits for a busy isolate).
   const operations = [null, start, pump, feed, invoke];
-  const api = () => operations[control[0]]();
-
-  return [api, channel];
+  // The first call is the setup: it takes the bell and returns the channel. Later calls
+  // get the same argument array and ignore it.
+  const api = (ringBell) => {
+    if (bell === null) {
+      bell = ringBell;
+      return channel;
+    }
+    return operations[control[0]]();
+  };
+  api;  // the script's value
 }

@@ -27,9 +27,10 @@ listed in :data:`MODULES`, so those never reach ``globalThis``.
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 
-__all__ = ["MODULES", "global_names", "module_for", "sources"]
+__all__ = ["MODULES", "blank_comment_lines", "global_names", "module_for", "sources"]
 
 MODULES: dict[str, tuple[str, ...]] = {
     "console": ("console",),
@@ -64,11 +65,29 @@ MODULES: dict[str, tuple[str, ...]] = {
 """Module id -> the global names it provides (an empty tuple marks an internal module)."""
 
 
+_COMMENT_LINE = re.compile(r"^[ \t]*//[^\n]*$", re.MULTILINE)
+
+
+def blank_comment_lines(source: str) -> str:
+    """``source`` with every line that holds only a ``//`` comment emptied.
+
+    Every isolate parses what it is given from scratch (V8 keeps no code across isolates),
+    and the comments are a quarter of these files: blanking them saves that much scanning
+    on every run, while line numbers in stack traces stay those of the files. Our sources
+    have no multi-line template literal a blanked line could belong to (a test checks it).
+    """
+    return _COMMENT_LINE.sub("", source)
+
+
 @functools.cache
 def sources() -> dict[str, str]:
-    """Return module id -> JavaScript source, read once from the package files."""
+    """Return module id -> JavaScript source, read once from the package files, with its
+    comment lines blanked (see :func:`blank_comment_lines`)."""
     root = resources.files(__package__).joinpath("js")
-    return {module_id: root.joinpath(f"{module_id}.js").read_text(encoding="utf-8") for module_id in MODULES}
+    return {
+        module_id: blank_comment_lines(root.joinpath(f"{module_id}.js").read_text(encoding="utf-8"))
+        for module_id in MODULES
+    }
 
 
 def global_names() -> tuple[str, ...]:

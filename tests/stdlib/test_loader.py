@@ -18,7 +18,7 @@ def test_sources_are_function_expressions() -> None:
     src = sources()
     assert set(src) == set(MODULES)
     for module_id, text in src.items():
-        body = re.sub(r"^(\s*//.*\n)*", "", text)
+        body = re.sub(r"^(\s*(//.*)?\n)*", "", text)
         assert body.startswith("(host) => {"), module_id
         assert text.rstrip().endswith("}"), module_id
 
@@ -69,3 +69,40 @@ def test_self_is_global_and_report_error_logs(guest: Guest) -> None:
     logs = guest.logs()
     assert logs[0]["level"] == "error"
     assert logs[0]["text"].startswith("Uncaught TypeError: bad thing")
+
+
+def _comment_only_lines(source: str) -> set[int]:
+    """Line numbers (0-based) that tree-sitter sees as nothing but a comment."""
+    import tree_sitter_javascript as tsjs
+    from tree_sitter import Language, Parser
+
+    tree = Parser(Language(tsjs.language())).parse(source.encode())
+    lines = source.split("\n")
+    found: set[int] = set()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment" and node.start_point[0] == node.end_point[0]:
+            row = node.start_point[0]
+            if lines[row].strip() == node.text.decode().strip():
+                found.add(row)
+        stack.extend(node.children)
+    return found
+
+
+def test_blanked_lines_are_only_comments() -> None:
+    """Blanking must never touch a line of code or of a multi-line string."""
+    from importlib import resources
+
+    from codemode.stdlib import blank_comment_lines
+
+    files = {f"stdlib/{m}.js": resources.files("codemode.stdlib").joinpath("js", f"{m}.js") for m in MODULES}
+    files["runtime.js"] = resources.files("codemode._child").joinpath("runtime.js")
+    for name, path in files.items():
+        original = path.read_text(encoding="utf-8")
+        blanked = blank_comment_lines(original)
+        before, after = original.split("\n"), blanked.split("\n")
+        assert len(before) == len(after), name  # line numbers are kept
+        changed = {i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b}
+        assert changed, name
+        assert changed <= _comment_only_lines(original), name
