@@ -4,8 +4,16 @@ Each run gets an empty isolate inside a supervised child process, bounded by a h
 deadline and a memory limit; the program's tool calls come back to the host as data.
 
 The public names are re-exported here from private modules; ``__all__`` is the contract
-(a test keeps it sorted and complete).
+(a test keeps it sorted and complete). The executor, the dispatch helpers, the entry-form
+normalizer and the outbound policy are imported on first use (PEP 562): they pull in httpx
+and tree-sitter, which every child process would otherwise load at start-up (it imports
+this package first) without using them.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._config import (
     DEFAULT_COUNT_HOST_WAITS,
@@ -21,8 +29,6 @@ from ._config import (
     Ceilings,
     PoolConfig,
 )
-from ._dispatch import ToolRegistry, tool_error, tool_result
-from ._executor import IsolateExecutor, SyncIsolateExecutor
 from ._faults import (
     BrokerUnreachable,
     Disposed,
@@ -37,11 +43,41 @@ from ._faults import (
     WorkerCrashed,
     fault_from_data,
 )
-from ._normalize import normalize_code
-from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
 from ._outcome import LogEntry, Outcome
 from ._request import Provider
 from ._texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
+
+if TYPE_CHECKING:
+    from ._dispatch import ToolRegistry, tool_error, tool_result
+    from ._executor import IsolateExecutor, SyncIsolateExecutor
+    from ._normalize import normalize_code
+    from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
+
+_LAZY = {
+    "IsolateExecutor": "._executor",
+    "SyncIsolateExecutor": "._executor",
+    "ToolRegistry": "._dispatch",
+    "tool_error": "._dispatch",
+    "tool_result": "._dispatch",
+    "normalize_code": "._normalize",
+    "OutboundRequest": "._outbound",
+    "OutboundResponse": "._outbound",
+    "allow_hosts": "._outbound",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codemode' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
