@@ -83,10 +83,10 @@ class Isolate:
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
-        await asyncio.sleep(0)  # creating the isolate blocked the loop for ~1 ms: let it run
-        # The isolate is new and runs only our runtime, so these steps are synchronous:
-        # each costs one thread hand-off instead of a hand-off plus an event-loop wake-up.
-        api: Any = ctx.eval(_with_config(config_json))
+        # Compiling the runtime is the long step (~1 ms): the engine thread does it while
+        # this loop stays free for a run that arrives meanwhile (it takes another spare).
+        api: Any = await ctx.eval_cancelable(_with_config(config_json))
+        # The isolate is idle and runs only our runtime: these two steps are synchronous.
         argv: Any = ctx.eval("[]")
         argv.append(bell)
         self._argv = ctx._python_to_value_handle(argv)
@@ -94,7 +94,7 @@ class Isolate:
         self._api = ctx._python_to_value_handle(api)
         # The first call is the runtime's setup: it takes the bell and returns the channel.
         # Every later call passes the same argument array, which the runtime then ignores.
-        channel: Any = ctx._run_uncancelable_mr_task(
+        channel: Any = await ctx._run_cancelable_mr_task(
             ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw
         )
         self._control = channel[0:16]
