@@ -386,7 +386,7 @@ class Child:
             begin = isolate.start
         state = RunState(msg, isolate)
         self.run = state
-        isolate.on_bell = state.wake.set
+        isolate.on_bell = lambda: self.take_journal(state)
         pumper = asyncio.ensure_future(self.pump_loop(state))
         clock = asyncio.ensure_future(self.clock(state))
         watcher = asyncio.ensure_future(self.watch_memory(state))
@@ -409,22 +409,37 @@ class Child:
             else:
                 self.finish(state, "throw", error=text)
 
+    def take_journal(self, state: RunState) -> None:
+        """The bell rang: act on what the isolate wrote, right in the bell's callback (no
+        isolate call is needed for that), and wake the pump loop only if the isolate has to
+        be called: replies to deliver, or an outbox to drain once the journal is full."""
+        if self.read_journal_into(state) and (state.inbox or state.isolate.journal_full()):
+            state.wake.set()
+
+    def read_journal_into(self, state: RunState) -> bool:
+        """Act on what the isolate wrote since the last read; False once the run has ended."""
+        if state.done:
+            return False
+        try:
+            self.take_messages(state, state.isolate.read_journal())
+        except Exception as exc:  # a message the runtime should never have written
+            text = f"The runtime sent a message the child could not read ({exc})."
+            self.finish(state, "throw", error=text)
+            return False
+        return not state.done
+
     async def pump_loop(self, state: RunState) -> None:
-        """Take messages as the bell rings; call into the isolate only to deliver replies
-        (or to drain the outbox once the journal is full)."""
+        """Call into the isolate when it has to be: to deliver replies, or to drain the
+        outbox once the journal is full."""
         isolate = state.isolate
         while not state.done:
             await state.wake.wait()
             state.wake.clear()
             if state.done:
                 return
-            try:
-                self.take_messages(state, isolate.read_journal())
-            except Exception as exc:  # a message the runtime should never have written
-                text = f"The runtime sent a message the child could not read ({exc})."
-                self.finish(state, "throw", error=text)
+            if not self.read_journal_into(state):  # keeps order: replies go in after these
                 return
-            if state.done or not (state.inbox or isolate.journal_full()):
+            if not (state.inbox or isolate.journal_full()):
                 continue
             inbox_json = ""
             if state.inbox:
