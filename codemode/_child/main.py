@@ -234,6 +234,7 @@ class Child:
         self.retained: dict[int, Any] = {}
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
         self.bundles: dict[str, str] = {}
+        self._static_config: str | None = None
 
     async def serve_forever(self) -> None:
         """Runs are served strictly one after another: run N+1 starts only after run N's
@@ -302,24 +303,27 @@ class Child:
     # ---- isolates -----------------------------------------------------------------
 
     def config_json(self) -> str:
-        texts = _texts_for(self.max_message_bytes)
-        texts["logsDropped"] = texts["logsDropped"].replace("{kept}", str(self.max_log_entries))
-        texts["memory"] = _texts.memory_text(self.memory_limit_mb)
-        return msgspec.json.encode({
-            "maxMessageBytes": self.max_message_bytes,
-            "maxLogEntries": self.max_log_entries,
-            "maxTimers": MAX_TIMERS,
-            "inboundUnits": INBOUND_UNITS,
-            "journalUnits": JOURNAL_UNITS,
-            "syncUnits": SYNC_UNITS,
-            "layout": LAYOUT,
-            "syncTimeoutMs": SYNC_TIMEOUT_MS,
-            "texts": texts,
-            "seed": secrets.token_hex(32),
-            "timeOrigin": time.time() * 1000,
-            "userAgent": USER_AGENT,
-            "modules": self.stdlib_modules,
-        }).decode()
+        """The runtime's configuration for one isolate: the child's static settings (encoded
+        once) plus what each isolate gets of its own (a random seed and its time origin)."""
+        if self._static_config is None:
+            texts = _texts_for(self.max_message_bytes)
+            texts["logsDropped"] = texts["logsDropped"].replace("{kept}", str(self.max_log_entries))
+            texts["memory"] = _texts.memory_text(self.memory_limit_mb)
+            self._static_config = msgspec.json.encode({
+                "maxMessageBytes": self.max_message_bytes,
+                "maxLogEntries": self.max_log_entries,
+                "maxTimers": MAX_TIMERS,
+                "inboundUnits": INBOUND_UNITS,
+                "journalUnits": JOURNAL_UNITS,
+                "syncUnits": SYNC_UNITS,
+                "layout": LAYOUT,
+                "syncTimeoutMs": SYNC_TIMEOUT_MS,
+                "texts": texts,
+                "userAgent": USER_AGENT,
+                "modules": self.stdlib_modules,
+            }).decode()
+        own = f'"seed":"{secrets.token_hex(32)}","timeOrigin":{time.time() * 1000!r}}}'
+        return self._static_config[:-1] + "," + own
 
     async def new_isolate(self) -> Any:
         from .engine import Isolate
