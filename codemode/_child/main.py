@@ -74,6 +74,8 @@ SYNC_TIMEOUT_MS = 5_000
 JOURNAL_UNITS = 256 * 1024
 """UTF-16 units of outbound journal per isolate; later messages travel in the outbox."""
 USER_AGENT = "codemode/0.1"
+SETTLE_GRACE_S = 0.005
+"""How long a result waits for the call that produced it to return (see Child.finish)."""
 SPARE_ISOLATES = 2
 """Isolates a child keeps prepared. Preparing one costs more CPU than a trivial run, so
 with one spare, runs arriving back to back waited for it; a second covers the gap. Each
@@ -203,6 +205,10 @@ class RunState:
         self.wake = asyncio.Event()
         self.finished = asyncio.Event()
         self.start_task: asyncio.Task[None] | None = None
+        self.pumper: asyncio.Task[None] | None = None
+        """Started on the first need to call the isolate (most runs never need it)."""
+        self.clock: asyncio.TimerHandle | None = None
+        self.memory_check: asyncio.TimerHandle | None = None
         self.kind = "ok"
         self.settled = True
         self.log_bytes = 0
@@ -289,7 +295,7 @@ class Child:
                         state.paused_total += time.monotonic() - state.paused_since
                         state.paused_since = None
                 state.inbox.append([call_id, body])
-                state.wake.set()
+                self.wake_pump(state)
             case Cancel(run_id=run_id, reason=reason):
                 state = self.run
                 if state is not None and state.msg.run_id == run_id and not state.done:
@@ -391,16 +397,24 @@ class Child:
         state = RunState(msg, isolate)
         self.run = state
         isolate.on_bell = lambda: self.take_journal(state)
-        pumper = asyncio.ensure_future(self.pump_loop(state))
-        clock = asyncio.ensure_future(self.clock(state))
-        watcher = asyncio.ensure_future(self.watch_memory(state))
+        self.check_clock(state)
+        state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
         self.send(Started(msg.run_id))
         state.start_task = asyncio.ensure_future(begin(payload))
         state.start_task.add_done_callback(lambda t: self._start_done(state, t))
         await state.finished.wait()
-        for task in (pumper, clock, watcher):
-            task.cancel()
+        for timer in (state.clock, state.memory_check):
+            if timer is not None:
+                timer.cancel()
+        if state.pumper is not None:
+            state.pumper.cancel()
         await self.dispose(state)
+
+    def wake_pump(self, state: RunState) -> None:
+        """Have the pump loop call the isolate (starting the loop on the run's first need)."""
+        state.wake.set()
+        if state.pumper is None:
+            state.pumper = asyncio.ensure_future(self.pump_loop(state))
 
     def _start_done(self, state: RunState, task: asyncio.Task[None]) -> None:
         if task.cancelled() or state.done:
@@ -418,7 +432,7 @@ class Child:
         isolate call is needed for that), and wake the pump loop only if the isolate has to
         be called: replies to deliver, or an outbox to drain once the journal is full."""
         if self.read_journal_into(state) and (state.inbox or state.isolate.journal_full()):
-            state.wake.set()
+            self.wake_pump(state)
 
     def read_journal_into(self, state: RunState) -> bool:
         """Act on what the isolate wrote since the last read; False once the run has ended."""
@@ -539,7 +553,7 @@ class Child:
             error = _texts.message_ceiling_text("tool call's argument list", self.max_message_bytes)
         if error is not None:
             state.inbox.append([call_id, msgspec.json.encode({"error": error}).decode()])
-            state.wake.set()
+            self.wake_pump(state)
             return
         self.open_call(state, call_id)
         self.send(Call(state.msg.run_id, call_id, provider, _texts.well_formed(tool), args_json))
@@ -555,29 +569,30 @@ class Child:
             state.paused_since = time.monotonic()
         state.open_calls.add(call_id)
 
-    async def clock(self, state: RunState) -> None:
-        """The host-clock deadline; with count_host_waits=False it stops during tool calls."""
+    def check_clock(self, state: RunState) -> None:
+        """The host-clock deadline, as a timer that re-arms itself; with
+        count_host_waits=False it stops while tool calls are open."""
+        if state.done:
+            return
+        if state.paused_since is not None:
+            state.clock = self.loop.call_later(0.005, self.check_clock, state)
+            return
         bound = state.msg.timeout_ms / 1000
-        while not state.done:
-            now = time.monotonic()
-            paused = state.paused_total
-            if state.paused_since is not None:
-                await asyncio.sleep(0.005)
-                continue
-            remaining = state.msg.started_at + bound + paused - now
-            if remaining <= 0:
-                self.finish(state, "timeout", error=_texts.timeout_text(state.msg.timeout_ms))
-                return
-            await asyncio.sleep(min(remaining, 0.05) if not state.msg.count_host_waits else remaining)
+        remaining = state.msg.started_at + bound + state.paused_total - time.monotonic()
+        if remaining <= 0:
+            self.finish(state, "timeout", error=_texts.timeout_text(state.msg.timeout_ms))
+            return
+        delay = remaining if state.msg.count_host_waits else min(remaining, 0.05)
+        state.clock = self.loop.call_later(delay, self.check_clock, state)
 
-    async def watch_memory(self, state: RunState) -> None:
-        while not state.done:
-            await asyncio.sleep(MEMORY_POLL_S)
-            if state.done:
-                return
-            if state.isolate.memory_limit_reached() or _rss_bytes() > self.rss_limit:
-                self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
-                return
+    def check_memory(self, state: RunState) -> None:
+        """Every MEMORY_POLL_S while the run lasts: the heap flag and the process RSS."""
+        if state.done:
+            return
+        if state.isolate.memory_limit_reached() or _rss_bytes() > self.rss_limit:
+            self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+            return
+        state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
 
     def finish(self, state: RunState, kind: str, *, result_json: str | None = None,
                error: str | None = None) -> None:
@@ -594,10 +609,32 @@ class Child:
                 f"[codemode] {state.logs_over_budget} more log entries were dropped: a run's logs "
                 f"carry at most {_texts.format_bytes(self.max_log_bytes)} of text."
             )))
+        done = Done(state.msg.run_id, kind, result_json, error, tuple(state.logs), False)
         start_task = state.start_task
-        settled = kind not in ("timeout", "memory") and (start_task is None or start_task.done())
+        if kind in ("timeout", "memory") or start_task is None or start_task.done():
+            self.report(state, done)
+            return
+        # The result usually comes from inside the call that started the run: its journal
+        # entry rings the bell just before that call returns. Report once it has returned,
+        # so the host can hand this child its next run at once; if it has not returned
+        # within SETTLE_GRACE_S (a program still busy after its result), report the run
+        # unsettled: the host then holds this child until Idle.
+        grace = self.loop.call_later(SETTLE_GRACE_S, self.report, state, done)
+
+        def returned(_task: asyncio.Task[None]) -> None:
+            grace.cancel()
+            self.report(state, done)
+
+        start_task.add_done_callback(returned)
+
+    def report(self, state: RunState, done: Done) -> None:
+        """Send the run's Done, once, saying whether the engine has stopped running it."""
+        if state.finished.is_set():
+            return
+        start_task = state.start_task
+        settled = state.kind not in ("timeout", "memory") and (start_task is None or start_task.done())
         state.settled = settled
-        self.send(Done(state.msg.run_id, kind, result_json, error, tuple(state.logs), settled))
+        self.send(msgspec.structs.replace(done, settled=settled))
         state.finished.set()
 
     async def dispose(self, state: RunState) -> None:
