@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -97,6 +98,8 @@ class Pool:
             return
         self._spawning.discard(worker)
         self._starting.discard(slot)
+        if not self.settings.probed:
+            self.settings = dataclasses.replace(self.settings, probed=True)
         if self._closed:
             worker.shutdown()
             return

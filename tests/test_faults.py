@@ -3,6 +3,7 @@
 | fault                                  | outcome                                              |
 |----------------------------------------|------------------------------------------------------|
 | child SIGKILLed mid-run                | WORKER_CRASHED, started=True, names SIGKILL(-9)      |
+| child SIGKILLed while idle             | replaced without a second engine probe; serves       |
 | child sends a garbage frame            | WORKER_CRASHED, started=True, "malformed message"    |
 | dispatch raises                        | the call rejects with a short message (test_tools)   |
 | dispatch never answers                 | the timeout text at the bound (test_bounds)          |
@@ -54,6 +55,30 @@ def test_a_child_killed_mid_run_fails_only_that_run() -> None:
                 assert (await ex.execute("async () => 6 * 7")).result == 42
 
     asyncio.run(main())
+
+
+def _argv(pid: int) -> list[bytes]:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().split(b"\0")[:-1]
+
+
+def test_a_replacement_child_skips_the_engine_probe_and_serves() -> None:
+    with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+        assert ex.execute("() => 1").result == 1
+        [first] = ex.worker_pids
+        assert _argv(first)[-1] == b"probe"  # the pool's first child checks the engine
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and ex.worker_pids in ([], [first]):
+            try:
+                ex.execute("() => 0")
+            except WorkerCrashed:
+                pass
+            time.sleep(0.05)
+        [second] = ex.worker_pids
+        assert second != first
+        assert _argv(second)[-1] == b"probed"  # same binary, same flags: no second probe
+        assert ex.execute("async () => 6 * 7").result == 42
 
 
 def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:

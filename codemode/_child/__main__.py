@@ -1,4 +1,7 @@
-"""Entry point of a child process: ``python -m codemode._child WORKER_ID MEMORY_MB MSG_BYTES LOGS``."""
+"""Entry point of a child process.
+
+``python -m codemode._child WORKER_ID MEMORY_MB MSG_BYTES LOGS [probe|probed]``
+"""
 
 import sys
 

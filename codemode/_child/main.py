@@ -241,6 +241,9 @@ class Child:
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
         self.bundles: dict[str, str] = {}
         self._static_config: str | None = None
+        self.probe_engine = True
+        """Whether to check the engine before Ready (the pool's first child does; its
+        replacements run the same binary with the same flags and skip it)."""
 
     async def serve_forever(self) -> None:
         """Runs are served strictly one after another: run N+1 starts only after run N's
@@ -721,7 +724,7 @@ class Child:
             missing.append("does not deliver a notification from the isolate to the host")
         try:
             task = asyncio.ensure_future(ctx.eval_cancelable("for(;;){}"))
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.002)
             task.cancel()
             await asyncio.wait({task}, timeout=1.0)
             if not await isolate.responsive(1.0):
@@ -747,7 +750,7 @@ class Child:
         else:
             self.stdlib_sources = sources()
             self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
-        missing = await self.probe()
+        missing = await self.probe() if self.probe_engine else []
         if not missing:
             for _ in range(SPARE_ISOLATES):
                 self.spares.append(await self.new_isolate())
@@ -767,6 +770,7 @@ class Child:
 
 def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
+    probe_engine = argv[4:5] != ["probed"]
     _set_parent_death_signal()
     # Keep the protocol on private descriptors; anything printed by accident (or by V8)
     # goes to stderr, never into a frame.
@@ -785,4 +789,5 @@ def main(argv: list[str]) -> None:
     extra = os.environ.get("CODEMODE_CHILD_V8_FLAGS", "").split()
     init_mini_racer(flags=flags + extra)
     child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out)
+    child.probe_engine = probe_engine
     asyncio.run(child.main())
