@@ -3,6 +3,7 @@
     python benchmarks/bench.py                  # ours only
     python benchmarks/bench.py --reference      # interleaved with benchmarks/reference (Node + isolated-vm)
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
+    python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
@@ -188,6 +189,39 @@ async def stdlib_cost(n: int) -> dict[str, Any]:
     return {"median_ms_with": with_ms, "median_ms_without": without_ms, "ratio": with_ms / without_ms}
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def cpu_per_run(n: int) -> dict[str, Any]:
+    """CPU one trivial run costs: the host's and its child's, under 2 x workers callers.
+
+    Throughput and back-to-back latency are CPU-bound on a 2-core machine (two children and
+    the host share it), so this is the number every speed-up has to move."""
+    code = PROGRAMS["trivial"]["code"]
+    async with IsolateExecutor(pool={"max_workers": WORKERS, "max_queue": 1000}) as ex:
+        for _ in range(50):
+            await ex.execute(code)
+        pids = ex.worker_pids
+        before = {pid: _cpu_s(pid) for pid in pids}
+        host_before = time.process_time()
+        started = time.perf_counter()
+
+        async def caller(k: int) -> None:
+            for _ in range(k):
+                await ex.execute(code)
+
+        await asyncio.gather(*(caller(n // (2 * WORKERS)) for _ in range(2 * WORKERS)))
+        wall = time.perf_counter() - started
+        host_ms = (time.process_time() - host_before) / n * 1e3
+        child_ms = sum(_cpu_s(pid) - before[pid] for pid in pids) / n * 1e3
+    return {"n": n, "runs_per_s": n / wall, "host_cpu_ms_per_run": host_ms,
+            "child_cpu_ms_per_run": child_ms}
+
+
 def reference(scenario: str, n: int | None = None) -> dict[str, Any]:
     cmd = ["node", str(HERE / "reference" / "bench.js"), "--scenario", scenario, "--workers", str(WORKERS)]
     if n is not None:
@@ -234,10 +268,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
     parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
+    parser.add_argument("--cpu-per-run", action="store_true", help="CPU a trivial run costs")
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     args = parser.parse_args()
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
+    if args.cpu_per_run:
+        cpu = asyncio.run(cpu_per_run(max(args.n, 2000)))
+        (out_dir / "cpu_per_run.json").write_text(json.dumps({"machine": machine(), **cpu}, indent=2))
+        print(f"{cpu['n']} trivial runs, {cpu['runs_per_s']:.0f} per s: "
+              f"{cpu['child_cpu_ms_per_run']:.2f} ms of child CPU and "
+              f"{cpu['host_cpu_ms_per_run']:.2f} ms of host CPU per run")
+        return
     if args.stdlib_cost:
         cost = asyncio.run(stdlib_cost(args.n))
         (out_dir / "stdlib_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
