@@ -128,6 +128,9 @@ def test_queue_full_is_immediate_typed_and_retryable() -> None:
                 if len(ex.worker_pids) == 2:
                     break
                 await asyncio.sleep(0.05)
+            # A child whose last run was reported unsettled is held until it says Idle (a
+            # few ms later, after its isolate is disposed): let both workers be free.
+            await asyncio.sleep(0.3)
             code = "async () => { await new Promise((r) => setTimeout(r, 300)); return 1 }"
             results = await asyncio.gather(
                 *(ex.execute(code) for _ in range(50)), return_exceptions=True
