@@ -367,11 +367,14 @@ class Child:
         if FAULT == "garbage-frame":
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
+        if self.closing:
+            # The last run's isolate is still being disposed on a thread: wait for it. What
+            # it holds must not count against this run, and not all of it shows as resident
+            # memory (WebAssembly memory grown to the data limit is committed, not touched).
+            await asyncio.wait(set(self.closing))
         if _rss_bytes() > self.residue_limit:
-            # The last run's memory is not back yet: wait for its isolate to close. A child
-            # that stays bloated recycles before this run starts (the host retries it).
-            if self.closing:
-                await asyncio.wait(set(self.closing))
+            # The last run's memory is not back yet. A child that stays bloated recycles
+            # before this run starts (the host retries it elsewhere).
             _malloc_trim()
             if _rss_bytes() > self.residue_limit:
                 self.send(Recycle("resident memory stayed high between runs"))
