@@ -35,9 +35,9 @@ from py_mini_racer._types import JSUndefined
 
 from ..stdlib import blank_comment_lines
 
-__all__ = ["Isolate", "runtime_source"]
+__all__ = ["Isolate"]
 
-_RUNTIME: str | None = None
+_RUNTIME: tuple[str, str] | None = None
 _HEADER = 8
 _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
@@ -45,19 +45,20 @@ _CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
 
 
 def _with_config(config_json: str) -> str:
-    """The runtime's source with this isolate's configuration in place."""
-    source = runtime_source()
-    if _CONFIG_SLOT not in source:
-        raise RuntimeError("runtime.js has lost its configuration slot")
-    return source.replace(_CONFIG_SLOT, f"const configJson = {json.dumps(config_json)};", 1)
+    """The runtime's source with this isolate's configuration in its slot."""
+    before, after = _runtime_parts()
+    return f"{before}const configJson = {json.dumps(config_json)};{after}"
 
 
-def runtime_source() -> str:
-    """The JS runtime installed in every isolate (see runtime.js)."""
+def _runtime_parts() -> tuple[str, str]:
+    """runtime.js (comment lines blanked) split at its configuration slot, read once."""
     global _RUNTIME
     if _RUNTIME is None:
-        text = (resources.files("codemode._child") / "runtime.js").read_text("utf-8")
-        _RUNTIME = blank_comment_lines(text)
+        text = blank_comment_lines((resources.files("codemode._child") / "runtime.js").read_text("utf-8"))
+        before, slot, after = text.partition(_CONFIG_SLOT)
+        if not slot:
+            raise RuntimeError("runtime.js has lost its configuration slot")
+        _RUNTIME = (before, after)
     return _RUNTIME
 
 

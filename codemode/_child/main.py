@@ -217,7 +217,8 @@ class RunState:
 
 class Child:
     def __init__(self, worker_id: int, memory_limit_mb: int, max_message_bytes: int,
-                 max_log_entries: int, proto_in: int, proto_out: int) -> None:
+                 max_log_entries: int, proto_in: int, proto_out: int, *,
+                 probe_engine: bool = True) -> None:
         self.worker_id = worker_id
         self.memory_limit_mb = memory_limit_mb
         self.max_message_bytes = max_message_bytes
@@ -241,7 +242,7 @@ class Child:
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
         self.bundles: dict[str, str] = {}
         self._static_config: str | None = None
-        self.probe_engine = True
+        self.probe_engine = probe_engine
         """Whether to check the engine before Ready (the pool's first child does; its
         replacements run the same binary with the same flags and skip it)."""
 
@@ -673,7 +674,8 @@ class Child:
             self.send(Recycle("the engine did not stop after the run ended"))
             os._exit(0)
         if stopped and state.kind not in ("timeout", "memory"):
-            # The usual case: close on a thread without holding up the next run.
+            # The usual case: close on a thread, so Done, Idle and the next preparation go
+            # ahead meanwhile (the next run still waits for the close: see serve).
             closing = asyncio.ensure_future(self.close_isolate(isolate))
             self.closing.add(closing)
             closing.add_done_callback(self.closing.discard)
@@ -791,6 +793,6 @@ def main(argv: list[str]) -> None:
     flags = ["--single-threaded", f"--max-old-space-size={max(2 * memory_limit_mb, 64)}"]
     extra = os.environ.get("CODEMODE_CHILD_V8_FLAGS", "").split()
     init_mini_racer(flags=flags + extra)
-    child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out)
-    child.probe_engine = probe_engine
+    child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
+                  probe_engine=probe_engine)
     asyncio.run(child.main())

@@ -2,9 +2,10 @@
 //
 // Evaluated once per isolate, while the child is idle, as one script: a block whose
 // value is `api`, the single entry point. The child writes its configuration (a JSON
-// string literal) into the slot on the first line of the block before evaluating. A script's top level is
-// compiled once; the same code as a function expression was parsed twice (a pre-parse
-// when evaluated, a full parse when called), which cost a trivial run about 0.5 ms.
+// string literal) into the slot on the first line of the block before evaluating. A
+// script's top level is compiled once; the same code as a function expression was parsed
+// twice (a pre-parse when evaluated, a full parse when called), which cost a trivial run
+// about 0.5 ms.
 // The block keeps every name below out of the global scope.
 //
 // Functions every run calls are written `const f = (function f(...) {...});`: V8 compiles
@@ -130,7 +131,9 @@
   const pending = new MapCtor();
   let nextId = 1;
 
-  const then = (function then(p, onOk, onErr) { return ReflectApply(PromiseThen, p, [onOk, onErr]); });
+  const then = (function then(p, onOk, onErr) {
+    return ReflectApply(PromiseThen, p, [onOk, onErr]);
+  });
 
   // ---- the inbound channel -------------------------------------------------------
   // Python writes text into this SharedArrayBuffer (UTF-16 code units after an 8-byte
