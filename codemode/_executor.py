@@ -47,7 +47,7 @@ from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
 from ._protocol import Call, Fetch, Invoke, Run
-from ._request import ResolvedRequest, resolve_request, resolve_timeout
+from ._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
 from ._texts import ENTRY_FORM
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
@@ -55,6 +55,14 @@ __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
 
 _BUNDLE_CACHE = 32
 """Distinct module maps whose bundles an executor keeps built."""
+
+
+def _network(outbound: Any) -> str:
+    """The outbound state a child is told for one run (``Run.network``): no network, every
+    request through the host's policy, or the executor's own network (fetched by the host)."""
+    if outbound is None:
+        return "none"
+    return "policy" if callable(outbound) else "host"
 
 
 def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
@@ -106,8 +114,7 @@ class IsolateExecutor:
             pool=_pool_config(pool),
             ceilings=ceilings or Ceilings(),
         )
-        if outbound is not UNSET and outbound is not None and not callable(outbound):
-            raise InvalidRequest("outbound must be left out, None, or a callable policy.")
+        check_outbound(outbound)
         self._outbound = outbound
         self._modules = modules
         self._settings = SpawnSettings(
@@ -253,7 +260,7 @@ class IsolateExecutor:
         self, worker: Any, request: ResolvedRequest, code: str, bundle_key: str, bundle: str | None
     ) -> Outcome:
         started_at = time.monotonic()
-        network = "none" if request.outbound is None else ("policy" if callable(request.outbound) else "host")
+        network = _network(request.outbound)
         send_bundle = bundle if bundle_key and bundle_key not in worker.known_bundles else None
         msg = Run(
             run_id=next(self._run_ids),
@@ -329,7 +336,7 @@ class IsolateExecutor:
         async with record.lock:
             record = self._handles.get(handle)  # it may have died while we waited
             base = record.request
-            network = "none" if base.outbound is None else ("policy" if callable(base.outbound) else "host")
+            network = _network(base.outbound)
             msg = Invoke(
                 run_id=next(self._run_ids),
                 handle_id=int(record.id),

@@ -17,7 +17,7 @@ import msgspec
 from ._config import UNSET, ExecutorConfig
 from ._faults import InvalidRequest
 
-__all__ = ["Dispatch", "Provider", "ResolvedRequest", "resolve_request", "resolve_timeout"]
+__all__ = ["Dispatch", "Provider", "ResolvedRequest", "check_outbound", "resolve_request", "resolve_timeout"]
 
 Dispatch: TypeAlias = Callable[[str, str, str], "str | Awaitable[str]"]
 """``(provider, tool, args_json) -> envelope`` — sync or async, runs in the host."""
@@ -111,6 +111,15 @@ class ResolvedRequest:
     retain_handles: bool
 
 
+def check_outbound(outbound: object) -> None:
+    """The one check of an outbound setting, on a request or as an executor's default."""
+    if outbound is not UNSET and outbound is not None and not callable(outbound):
+        raise InvalidRequest(
+            "outbound must be left out (the executor's network), None (no network) or a "
+            "callable policy."
+        )
+
+
 def resolve_timeout(config: ExecutorConfig, timeout: object, default_ms: int) -> int:
     """A request's timeout in ms (``default_ms`` when left out), held to the operator ceiling.
     The one check for every entry point that takes a timeout (runs and handle invocations)."""
@@ -168,11 +177,7 @@ def resolve_request(
             "providers were declared but no dispatch was given: pass dispatch=(provider, tool, "
             "args_json) -> envelope so tool calls have somewhere to go."
         )
-    if outbound is not UNSET and outbound is not None and not callable(outbound):
-        raise InvalidRequest(
-            "outbound must be left out (the executor's network), None (no network) or a "
-            "callable policy."
-        )
+    check_outbound(outbound)
     timeout_ms = resolve_timeout(config, timeout, config.timeout_ms)
     if count_host_waits is UNSET or count_host_waits is None:
         chw = config.count_host_waits

@@ -11,6 +11,7 @@ import pytest
 
 from codemode import (
     NETWORK_DISABLED,
+    InvalidRequest,
     OutboundRequest,
     OutboundResponse,
     SyncIsolateExecutor,
@@ -171,3 +172,25 @@ def test_a_request_is_bounded_by_the_runs_deadline(executor: SyncIsolateExecutor
 
     outcome = executor.execute("async () => fetch('https://hang.example/')", outbound=hang, timeout=300)
     assert outcome.error is not None and "timed out at its 300 ms bound" in outcome.error
+
+
+OUTBOUND_TEXT = (
+    "outbound must be left out (the executor's network), None (no network) or a callable policy."
+)
+
+
+def test_an_outbound_that_is_no_policy_is_refused_everywhere_with_one_text() -> None:
+    """On a request, and as an executor's default (in-process and fleet): nothing runs."""
+    from codemode.fleet import FleetExecutor
+
+    with pytest.raises(InvalidRequest) as made:
+        SyncIsolateExecutor(outbound="https://example.com")
+    assert str(made.value) == OUTBOUND_TEXT
+    with pytest.raises(InvalidRequest) as fleet:
+        FleetExecutor(redis_url="redis://127.0.0.1:1/0", outbound=3)
+    assert str(fleet.value) == OUTBOUND_TEXT
+    with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+        with pytest.raises(InvalidRequest) as asked:
+            ex.execute("() => 1", outbound=True)
+        assert str(asked.value) == OUTBOUND_TEXT
+        assert not asked.value.started

@@ -55,7 +55,7 @@ from .._faults import (
 )
 from .._handles import plain_request
 from .._outcome import Outcome
-from .._request import ResolvedRequest, resolve_request, resolve_timeout
+from .._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import HostHandle, HostHandles, worker_gone_text
 from ._heartbeat import HostHeartbeat
@@ -133,8 +133,7 @@ class FleetExecutor:
             max_message_bytes=max_message_bytes,
             ceilings=ceilings or Ceilings(),
         )
-        if outbound is not UNSET and outbound is not None and not callable(outbound):
-            raise InvalidRequest("outbound must be left out, None, or a callable policy.")
+        check_outbound(outbound)
         self._outbound = outbound
         self._modules = modules
         self.host_id = uuid.uuid4().hex
