@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_HANDLE_IDLE_TTL_S",
     "HandleRecord",
     "HandleTable",
+    "find_handle",
     "plain_request",
     "response_outcome_result",
 ]
@@ -39,6 +40,20 @@ FORGET_AFTER_S = 3600.0
 DEFAULT_HANDLE_IDLE_TTL_S = 300.0
 """A retained handle not invoked for this long is released (HANDLE_EXPIRED afterwards)."""
 
+
+
+_Record = TypeVar("_Record")
+
+
+def find_handle(records: Mapping[str, _Record], handle: object) -> _Record:
+    """The record behind ``handle``, before any state of it is looked at: the first checks
+    of both executors' handle tables (in-process here, the fleet's in fleet/_handles.py)."""
+    if not isinstance(handle, str):
+        raise InvalidRequest(f"handle must be the string an outcome carried, got {handle!r}.")
+    record = records.get(handle)
+    if record is None:
+        raise HandleLost(f"No handle {handle!r} is held by this executor.")
+    return record
 
 @dataclass
 class HandleRecord:
@@ -87,11 +102,7 @@ class HandleTable:
             record.worker.release()
 
     def get(self, handle: object) -> HandleRecord:
-        if not isinstance(handle, str):
-            raise InvalidRequest(f"handle must be the string an outcome carried, got {handle!r}.")
-        record = self._records.get(handle)
-        if record is None:
-            raise HandleLost(f"No handle {handle!r} is held by this executor.")
+        record = find_handle(self._records, handle)
         if record.state == "expired":
             raise HandleExpired(
                 f"Handle {handle} expired after {self.idle_ttl_s:g} s without an invocation "

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .._dispatch import tool_error
-from .._faults import HandleExpired, HandleLost, InvalidRequest
+from .._faults import HandleExpired, HandleLost
+from .._handles import find_handle
 from .._outbound import OutboundRequest, OutboundResponse
 from .._request import ResolvedRequest
 from ._errors import RelayRefused
@@ -91,11 +92,7 @@ class HostHandles:
         return record
 
     def get(self, handle: object) -> HostHandle:
-        if not isinstance(handle, str):
-            raise InvalidRequest(f"handle must be the string an outcome carried, got {handle!r}.")
-        record = self._records.get(handle)
-        if record is None:
-            raise HandleLost(f"No handle {handle!r} is held by this executor.")
+        record = find_handle(self._records, handle)
         if record.state == "expired":
             raise HandleExpired(
                 f"Handle {handle} expired after its idle time-to-live on worker "
