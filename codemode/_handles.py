@@ -40,8 +40,6 @@ FORGET_AFTER_S = 3600.0
 DEFAULT_HANDLE_IDLE_TTL_S = 300.0
 """A retained handle not invoked for this long is released (HANDLE_EXPIRED afterwards)."""
 
-
-
 _Record = TypeVar("_Record")
 
 
@@ -54,6 +52,7 @@ def find_handle(records: Mapping[str, _Record], handle: object) -> _Record:
     if record is None:
         raise HandleLost(f"No handle {handle!r} is held by this executor.")
     return record
+
 
 @dataclass
 class HandleRecord:
