@@ -75,10 +75,15 @@ class PoolConfig:
 
     max_workers: int = DEFAULT_MAX_WORKERS
     max_queue: int = DEFAULT_MAX_QUEUE
+    pin_cpus: bool = True
+    """Pin each child to one core, spread over the cores this process may use (see
+    ``_placement.py``); turn off when something else places the processes."""
 
     def __post_init__(self) -> None:
         _positive_int("pool.max_workers", self.max_workers)
         _positive_int("pool.max_queue", self.max_queue, minimum=0)
+        if not isinstance(self.pin_cpus, bool):
+            raise InvalidRequest(f"pool.pin_cpus must be True or False, got {self.pin_cpus!r}.")
 
 
 @dataclass(frozen=True)

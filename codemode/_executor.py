@@ -71,11 +71,13 @@ def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
     if isinstance(pool, PoolConfig):
         return pool
     if isinstance(pool, Mapping):
-        unknown = set(pool) - {"max_workers", "max_queue"}
+        unknown = set(pool) - {"max_workers", "max_queue", "pin_cpus"}
         if unknown:
-            raise InvalidRequest(f"pool takes max_workers and max_queue, not {sorted(unknown)}.")
+            raise InvalidRequest(
+                f"pool takes max_workers, max_queue and pin_cpus, not {sorted(unknown)}.")
         return PoolConfig(**pool)
-    raise InvalidRequest("pool must be a PoolConfig or a mapping with max_workers/max_queue.")
+    raise InvalidRequest(
+        "pool must be a PoolConfig or a mapping with max_workers/max_queue/pin_cpus.")
 
 
 class IsolateExecutor:
@@ -122,6 +124,7 @@ class IsolateExecutor:
             max_message_bytes=max_message_bytes,
             max_log_entries=max_log_entries,
             env=dict(child_env) if child_env is not None else None,
+            pin_cpus=self.config.pool.pin_cpus,
         )
         self._pool: Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

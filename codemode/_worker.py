@@ -25,6 +25,7 @@ import msgspec
 from . import _texts
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._outcome import Outcome
+from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
@@ -73,6 +74,8 @@ class SpawnSettings:
     probed: bool = False
     """A child of this pool already passed the engine probe: its replacements skip it (same
     binary, same flags), which takes ~20 ms off replacing a child."""
+    pin_cpus: bool = True
+    """Pin each child to one core (``_placement.py``)."""
 
 
 @dataclass
@@ -149,6 +152,8 @@ class Worker:
         """True after a Done that was not settled: no new run until Idle (or exit)."""
         self.retained: int | None = None
         """The run id whose isolate this child keeps for handle invocations, if any."""
+        self.cpu: int | None = None
+        """The core this child is pinned to (given back when it exits)."""
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -156,16 +161,23 @@ class Worker:
         s = self.settings
         env = dict(_child_environment() if s.env is None else s.env)
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "codemode._child",
-            str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes), str(s.max_log_entries),
-            "probed" if s.probed else "probe",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            limit=MAX_FRAME_BYTES,
-        )
+        self.cpu = take_cpu() if s.pin_cpus else None
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "codemode._child",
+                str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes),
+                str(s.max_log_entries), "probed" if s.probed else "probe",
+                "any" if self.cpu is None else str(self.cpu),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                limit=MAX_FRAME_BYTES,
+            )
+        except BaseException:
+            give_back_cpu(self.cpu)
+            self.cpu = None
+            raise
         self.pid = self.proc.pid
         self.alive = True
         self._spawn(self._read_frames())
@@ -472,6 +484,8 @@ class Worker:
                     active.future.set_result(self._death_outcome(active))
                 else:
                     active.future.set_exception(self._death_fault(returncode, reason, active.started))
+        give_back_cpu(self.cpu)
+        self.cpu = None
         self.on_exit(self)
 
     def _oom_in_stderr(self) -> bool:

@@ -279,6 +279,8 @@ def test_executor_bounds_are_validated() -> None:
         IsolateExecutor(pool={"max_workers": 0})
     with pytest.raises(InvalidRequest):
         IsolateExecutor(pool={"workers": 2})
+    with pytest.raises(InvalidRequest, match="pin_cpus must be True or False"):
+        IsolateExecutor(pool={"pin_cpus": "yes"})
 
 
 def test_lone_surrogates_never_wedge_a_child(executor: SyncIsolateExecutor) -> None:

@@ -66,7 +66,7 @@ def test_a_replacement_child_skips_the_engine_probe_and_serves() -> None:
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         assert ex.execute("() => 1").result == 1
         [first] = ex.worker_pids
-        assert _argv(first)[-1] == b"probe"  # the pool's first child checks the engine
+        assert b"probe" in _argv(first)  # the pool's first child checks the engine
         os.kill(first, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and ex.worker_pids in ([], [first]):
@@ -77,7 +77,7 @@ def test_a_replacement_child_skips_the_engine_probe_and_serves() -> None:
             time.sleep(0.05)
         [second] = ex.worker_pids
         assert second != first
-        assert _argv(second)[-1] == b"probed"  # same binary, same flags: no second probe
+        assert b"probed" in _argv(second)  # same binary, same flags: no second probe
         assert ex.execute("async () => 6 * 7").result == 42
 
 

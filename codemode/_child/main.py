@@ -128,6 +128,15 @@ def _set_parent_death_signal() -> None:
             os._exit(0)
 
 
+def _pin_to(cpu: str) -> None:
+    """Run on one core (the host's choice, see codemode/_placement.py), before V8 or any
+    other thread starts: every thread this process starts inherits the mask."""
+    if cpu == "any":
+        return
+    with contextlib.suppress(ValueError, OSError):  # not allowed any more: run anywhere
+        os.sched_setaffinity(0, {int(cpu)})
+
+
 def _texts_for(max_message_bytes: int) -> dict[str, str]:
     return {
         "entryForm": _texts.ENTRY_FORM,
@@ -777,6 +786,7 @@ def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
     probe_engine = argv[4:5] != ["probed"]
     _set_parent_death_signal()
+    _pin_to(argv[5] if len(argv) > 5 else "any")
     # Keep the protocol on private descriptors; anything printed by accident (or by V8)
     # goes to stderr, never into a frame.
     proto_in = os.dup(0)
