@@ -2,7 +2,7 @@
 
 Lists, not pub/sub: a message pushed while nobody is waiting stays until it is read or its
 key expires (a published message with no listener would be lost). Every push re-arms the
-key's expiry in the same round trip, so a channel never outlives its job by more than
+key's expiry in the same command, so a channel never outlives its job by more than
 ``key_ttl_ms``.
 """
 
@@ -14,21 +14,21 @@ import redis.asyncio as aioredis
 
 from broker_config import MAX_BLOCKING_WAIT_S
 
+from ._scripts import FleetScripts
+
 __all__ = ["pop", "push"]
 
 MIN_WAIT_S = 0.01
 """BLPOP's timeout 0 means "forever": never send it."""
 
 
-async def push(client: aioredis.Redis, key: str, *messages: bytes, ttl_ms: int) -> None:
-    """Append ``messages`` to ``key`` and re-arm its expiry, in one round trip.
+async def push(scripts: FleetScripts, key: str, *messages: bytes, ttl_ms: int) -> None:
+    """Append ``messages`` to ``key`` and re-arm its expiry, in one command.
 
-    Both commands go out in one write, without MULTI/EXEC (two fewer commands per message
-    on the hot path); a key whose PEXPIRE was lost is re-armed by the next heartbeat."""
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.rpush(key, *messages)
-        pipe.pexpire(key, ttl_ms)
-        await pipe.execute()
+    A script, not a pipeline of RPUSH and PEXPIRE: both are one round trip, but the script is
+    one command for the client to pack and parse (~65 us less per message with redis-py's
+    asyncio client, two messages per tool call), and atomic besides."""
+    await scripts.push(key, messages, ttl_ms)
 
 
 async def pop(client: aioredis.Redis, keys: Sequence[str], wait_s: float) -> bytes | None:

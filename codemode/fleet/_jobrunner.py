@@ -442,7 +442,7 @@ class _Job:
         self.pending[call_id] = future
         try:
             try:
-                await push(self.client, self.keys.up, encode(message_for(call_id)),
+                await push(self.runner.scripts, self.keys.up, encode(message_for(call_id)),
                            ttl_ms=self.settings.key_ttl_ms)
             except BROKER_ERRORS:
                 self.broker_lost = True

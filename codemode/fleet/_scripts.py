@@ -12,6 +12,7 @@ support Redis Cluster (the admission key lives in another slot).
   whether the host is still there.
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
+* ``push``: append to a reply channel and re-arm its expiry (see ``_channel.py``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key
 return redis.call('EXISTS', KEYS[2])
 """
 
+_PUSH: Final = """
+-- KEYS: channel   ARGV: ttl_ms, message...
+redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+return 1
+"""
+
 _SETTLE: Final = _NOW + """
 -- KEYS: claim, admission   ARGV: start_by_ms, job_id, key_ttl_ms, mark, force
 local holder = redis.call('GET', KEYS[1])
@@ -127,6 +135,7 @@ class FleetScripts:
         self._claim = client.register_script(_CLAIM)
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._settle = client.register_script(_SETTLE)
+        self._push = client.register_script(_PUSH)
 
     async def admit(self, admission: str, host: str, job_id: str, *, limit: int, hold_ms: int,
                     host_ttl_ms: int) -> Admission:
@@ -150,6 +159,9 @@ class FleetScripts:
         """Refresh the lease and expiries; True while the host's heartbeat key exists."""
         host_alive = await self._heartbeat(keys=keys, args=[worker, lease_ttl_ms, key_ttl_ms, job_id])
         return bool(host_alive)
+
+    async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
+        await self._push(keys=[key], args=[ttl_ms, *messages])
 
     async def settle(
         self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,

@@ -258,7 +258,7 @@ class JobSession:
 
     async def _reply(self, message: ToolReply | FetchReply) -> None:
         try:
-            await push(self.client, self.keys.down, encode(message),
+            await push(self.scripts, self.keys.down, encode(message),
                        ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS:
             log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
@@ -291,7 +291,7 @@ class JobSession:
                     key_ttl_ms=self.settings.key_ttl_ms, mark="cancelled", force=True,
                 )
                 if result.state == "taken" and result.holder not in MARKS:
-                    await push(self.client, self.keys.down, encode(Cancel(reason)),
+                    await push(self.scripts, self.keys.down, encode(Cancel(reason)),
                                ttl_ms=self.settings.key_ttl_ms)
 
     async def cleanup(self) -> None:

@@ -21,6 +21,7 @@ from broker_config import (
 from codemode import JobExpired, Outcome
 from codemode._faults import FaultData
 from codemode._outbound import OutboundRequest
+from codemode.fleet._channel import pop, push
 from codemode.fleet._client import make_client
 from codemode.fleet._keys import JobKeys, admission_key, host_key
 from codemode.fleet._scripts import FleetScripts
@@ -165,6 +166,29 @@ async def test_claim_is_first_writer_wins_and_respects_start_by(
     finally:
         for key in await client.keys(f"{prefix}:*"):
             await client.delete(key)
+        await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(
+        settings: BrokerSettings) -> None:
+    """Popping a list empty deletes its key, so the next push creates a key without an
+    expiry: every push must re-arm it, or a channel nobody reads (a dead host) would stay."""
+    client: aioredis.Redis = make_client(settings)
+    scripts = FleetScripts(client)
+    key = f"t-{uuid.uuid4().hex[:8]}:up"
+    try:
+        await push(scripts, key, b"one", b"two", ttl_ms=60_000)
+        await push(scripts, key, b"three", ttl_ms=60_000)
+        assert await client.lrange(key, 0, -1) == [b"one", b"two", b"three"]
+        assert 0 < await client.pttl(key) <= 60_000
+        for expected in (b"one", b"two", b"three"):
+            assert await pop(client, [key], 1.0) == expected
+        assert not await client.exists(key)  # emptied: Redis deleted the key
+        await push(scripts, key, b"four", ttl_ms=5_000)
+        assert 0 < await client.pttl(key) <= 5_000
+    finally:
+        await client.delete(key)
         await client.aclose()
 
 
