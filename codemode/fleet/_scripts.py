@@ -13,6 +13,8 @@ support Redis Cluster (the admission key lives in another slot).
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
 * ``push``: append to a reply channel and re-arm its expiry (see ``_channel.py``).
+* ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
+  down), its admission slot freed, its lease dropped, atomically.
 """
 
 from __future__ import annotations
@@ -91,6 +93,20 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
 return 1
 """
 
+_FINISH: Final = """
+-- KEYS: up, down, admission, lease   ARGV: key_ttl_ms, job_id, final_msg, close_msg or ''
+local ttl = tonumber(ARGV[1])
+redis.call('RPUSH', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ttl)
+if ARGV[4] ~= '' then
+  redis.call('RPUSH', KEYS[2], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('DEL', KEYS[4])
+return 1
+"""
+
 _SETTLE: Final = _NOW + """
 -- KEYS: claim, admission   ARGV: start_by_ms, job_id, key_ttl_ms, mark, force
 local holder = redis.call('GET', KEYS[1])
@@ -136,6 +152,7 @@ class FleetScripts:
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._settle = client.register_script(_SETTLE)
         self._push = client.register_script(_PUSH)
+        self._finish = client.register_script(_FINISH)
 
     async def admit(self, admission: str, host: str, job_id: str, *, limit: int, hold_ms: int,
                     host_ttl_ms: int) -> Admission:
@@ -162,6 +179,11 @@ class FleetScripts:
 
     async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
         await self._push(keys=[key], args=[ttl_ms, *messages])
+
+    async def finish(self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes,
+                     close: bytes | None) -> None:
+        """``keys``: up, down, admission, lease. ``close`` goes on down when a reader waits."""
+        await self._finish(keys=keys, args=[key_ttl_ms, job_id, final, close or b""])
 
     async def settle(
         self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,

@@ -193,6 +193,36 @@ async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(
 
 
 @pytest.mark.anyio
+async def test_finish_sends_the_outcome_frees_the_slot_and_drops_the_lease(
+        settings: BrokerSettings) -> None:
+    client: aioredis.Redis = make_client(settings)
+    scripts = FleetScripts(client)
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    keys = JobKeys.of(prefix, "j")
+    admission = admission_key(prefix)
+    try:
+        await client.zadd(admission, {"j": 1, "other": 1})
+        await client.set(keys.lease, b"w1")
+        final = encode(Finished(Outcome(result=1)))
+        await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
+                             job_id="j", final=final, close=b"close")
+        assert await client.lrange(keys.up, 0, -1) == [final]
+        assert await client.lrange(keys.down, 0, -1) == [b"close"]
+        assert 0 < await client.pttl(keys.up) <= 30_000 and await client.pttl(keys.down) > 0
+        assert await client.zrange(admission, 0, -1) == [b"other"]
+        assert not await client.exists(keys.lease)
+        # Without a reader waiting, nothing goes on down.
+        await client.delete(keys.down)
+        await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
+                             job_id="j", final=final, close=None)
+        assert not await client.exists(keys.down)
+    finally:
+        for key in await client.keys(f"{prefix}:*"):
+            await client.delete(key)
+        await client.aclose()
+
+
+@pytest.mark.anyio
 async def test_admission_lapses_slots_of_jobs_nobody_finished(settings: BrokerSettings) -> None:
     client: aioredis.Redis = make_client(settings)
     scripts = FleetScripts(client)
