@@ -405,7 +405,10 @@ class FleetExecutor:
             raise
         finally:
             self._sessions.pop(session.spec.job_id, None)
-            self._background(session.cleanup())
+            if not session.settled:
+                # A settled job's slot is already free (whoever settled it freed it) and
+                # its up channel was read empty, which deletes the key: nothing to do.
+                self._background(session.cleanup())
 
     def _background(self, coro: Any) -> None:
         """Housekeeping off the caller's path (the worker already freed the slot)."""

@@ -295,7 +295,8 @@ class JobSession:
                                ttl_ms=self.settings.key_ttl_ms)
 
     async def cleanup(self) -> None:
-        """After the outcome: free the admission slot and delete the channel now."""
+        """When the job was not settled (the caller left, or a fault on this side): free the
+        admission slot and delete the channel now, not when their keys expire."""
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2.0):
                 async with self.client.pipeline(transaction=False) as pipe:

@@ -238,6 +238,27 @@ async def test_every_key_expires(private_prefix: BrokerSettings,
     assert not list(redis_sync.scan_iter(match=f"{prefix}:host:*"))
 
 
+async def test_finished_jobs_leave_no_slot_and_no_channel(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis) -> None:
+    """A job the worker finished needs no cleanup from the host: the worker freed its slot,
+    and reading its up channel empty deleted the key (the claim key stays, with its TTL:
+    it is what refuses a redelivered job)."""
+    prefix = private_prefix.key_prefix
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        return tool_result(1)
+
+    async with FleetExecutor(settings=private_prefix) as ex:
+        outcomes = [await ex.execute("async () => await t.echo()", providers=TOOLS,
+                                     dispatch=dispatch) for _ in range(3)]
+        outcomes.append(await ex.execute("async () => { throw new Error('no') }"))
+        assert [o.result for o in outcomes] == [1, 1, 1, None] and outcomes[-1].error
+        assert redis_sync.zcard(admission_key(prefix)) == 0
+        assert len(job_ids(redis_sync, prefix)) == 4
+        assert not list(redis_sync.scan_iter(match=f"{prefix}:job:*:up"))
+        assert not list(redis_sync.scan_iter(match=f"{prefix}:job:*:lease"))
+
+
 async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
         private_prefix: BrokerSettings, redis_sync: redis.Redis) -> None:
     entered = asyncio.Event()
