@@ -8,8 +8,9 @@
        ▼ started
     heartbeat every lease_ttl/3: lease, key expiries, admission slot; host key gone ─▶
        pending tool calls reject with host_gone_text(), later ones at once
-    reader: BLPOP down ─▶ ToolReply/FetchReply to the pending call by id (stale or
-       garbage dropped), Cancel stops the run
+    reader (from the first relayed call, or READER_DELAY_S into the run): BLPOP down ─▶
+       ToolReply/FetchReply to the pending call by id (stale or garbage dropped), Cancel
+       stops the run
     IsolateExecutor.execute(dispatch=relay_call, outbound=relay_fetch|None|UNSET)
       (kind=invoke: IsolateExecutor.invoke_handle; kind=release: release_handle)
     ─▶ Finished(outcome) | Failed(fault) on up, admission slot freed, lease deleted
@@ -80,6 +81,10 @@ log = logging.getLogger("codemode.fleet.worker")
 
 FINAL_PUSH_ATTEMPTS: Final = 3
 READER_DRAIN_S: Final = 0.5
+READER_DELAY_S: Final = 0.05
+"""When the reply channel's reader starts if no call started it: most jobs end sooner and
+never read the channel (a BLPOP, the close that ends it and its wake-up saved), and a
+Cancel pushed meanwhile waits in the list until the reader takes it."""
 
 _Answer = ToolReply | FetchReply | str
 """What a pending call resolves to: the host's reply, or a text the call rejects with."""
@@ -176,6 +181,7 @@ class _Job:
         self.broker_lost = False
         self.ended = False
         self.run_task: asyncio.Task[Any] | None = None
+        self.reader: asyncio.Task[None] | None = None
         self.dropped = 0
 
     # ---- the job's life ---------------------------------------------------------------
@@ -210,7 +216,7 @@ class _Job:
             log.info("job %s not started: %s", self.spec.job_id, claim.state)
             return f"not started {self.spec.job_id}: {claim.state}"
         heartbeat = asyncio.ensure_future(self._heartbeat())
-        reader = asyncio.ensure_future(self._read_down())
+        start_reader = asyncio.get_running_loop().call_later(READER_DELAY_S, self._start_reader)
         self.run_task = asyncio.ensure_future(self._execute())
         try:
             final: Finished | Failed = await self.run_task
@@ -219,7 +225,9 @@ class _Job:
             if current is not None and current.cancelling():
                 # The worker itself is stopping: end everything, tell the host if we can.
                 self.run_task.cancel()
-                reader.cancel()
+                start_reader.cancel()
+                if self.reader is not None:
+                    self.reader.cancel()
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._final(Failed(Disposed(
                         "The worker shut down during this run; the program had started.",
@@ -230,8 +238,9 @@ class _Job:
         finally:
             self.ended = True
             heartbeat.cancel()
+            start_reader.cancel()
             self._fail_pending("This run has ended.")
-        await self._final(final, reader=reader)
+        await self._final(final, reader=self.reader)
         elapsed = (time.monotonic() - started_at) * 1000
         kind = "finished" if isinstance(final, Finished) else f"failed {final.fault.code}"
         what = "job" if self.spec.kind == "run" else f"{self.spec.kind} job"
@@ -430,8 +439,13 @@ class _Job:
                         continue
                     future.set_result(message)
 
+    def _start_reader(self) -> None:
+        if self.reader is None and not self.ended:
+            self.reader = asyncio.ensure_future(self._read_down())
+
     async def _ask(self, message_for: Any) -> _Answer:
         """Send one call up and wait for its answer (or a text the call rejects with)."""
+        self._start_reader()  # before the call goes up: its reply must find a reader
         if self.host_gone:
             return _texts.host_gone_text()
         if self.broker_lost:

@@ -220,6 +220,24 @@ async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
     assert f"job {job_id}: cancelled by its host" in logs
 
 
+async def test_a_cancel_reaches_a_run_that_makes_no_calls(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object) -> None:
+    """The worker reads the reply channel from a run's first call, or shortly after the run
+    starts: a busy program that never calls a tool still hears its host cancel it."""
+    prefix = private_prefix.key_prefix
+    async with FleetExecutor(settings=private_prefix) as ex:
+        task = asyncio.ensure_future(ex.execute("async () => { for (;;) {} }", timeout=60_000))
+        [job_id] = await eventually(lambda: job_ids(redis_sync, prefix, "lease"), 30,
+                                    "the run to start")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        keys = keys_of(prefix, job_id)
+        await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
+    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    assert f"job {job_id}: cancelled by its host" in logs
+
+
 async def test_every_key_expires(private_prefix: BrokerSettings,
                                  redis_sync: redis.Redis) -> None:
     prefix = private_prefix.key_prefix
