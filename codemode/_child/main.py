@@ -358,6 +358,11 @@ class Child:
 
     async def _prepare_spare(self) -> None:
         try:
+            if self.closing:
+                # The last isolate is still being disposed: what it holds (a program may have
+                # taken the process to its data limit) is not free yet, and an isolate that
+                # cannot get memory while it is being created takes the process down.
+                await asyncio.wait(set(self.closing))
             isolate = await self.new_isolate()
         finally:
             self.spare_task = None
