@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import struct
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from py_mini_racer import _mini_racer as _mr  # the layer under MiniRacer: bare contexts
+# The layer under MiniRacer: bare contexts (see _new_context).
+from py_mini_racer._context import Context, ContextType
+from py_mini_racer._dll import init_mini_racer, mr_callback_func
+from py_mini_racer._objects import ObjectFactoryImpl
 from py_mini_racer._types import JSUndefined
 
 from ..stdlib import blank_comment_lines
@@ -62,6 +66,29 @@ def _runtime_parts() -> tuple[str, str]:
     return _RUNTIME
 
 
+async def _new_context(loop: asyncio.AbstractEventLoop) -> tuple[Any, Callable[[], None]]:
+    """A bare context and the function that frees it: mini-racer's ``_make_context``, with
+    the isolate created on a thread. Creating an isolate is the largest single cost of a run
+    (~1-2 ms of V8 deserializing its snapshot); done on the event loop's thread, it held up
+    a run that arrived meanwhile even when a prepared isolate was waiting for it."""
+    dll = init_mini_racer(ignore_duplicate_init=True)
+    contexts: list[Any] = []
+
+    @mr_callback_func
+    def callback(callback_id: int, raw_val_handle: Any) -> None:
+        # Callbacks answer calls made after the context exists (none can come sooner).
+        contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
+
+    raw = ContextType(await asyncio.to_thread(dll.mr_init_context, callback))
+    # Callback id 0 is mini-racer's own, for the tasks it never cancels.
+    contexts.append(Context(dll, raw, loop, ObjectFactoryImpl(), itertools.count(1)))
+
+    def free(keep_alive: Any = callback) -> None:  # the engine calls back until freed
+        dll.mr_free_context(raw)
+
+    return contexts[0], free
+
+
 class Isolate:
     """A fresh context with the runtime installed; used for exactly one run."""
 
@@ -80,7 +107,9 @@ class Isolate:
         layout: dict[str, int],
     ) -> None:
         """Create the context and install the runtime (done while the child is idle)."""
-        self.ctx = ctx = self._stack.enter_context(_mr._make_context(loop))
+        self.ctx, free = await _new_context(loop)
+        self._stack.callback(free)
+        ctx = self.ctx
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
