@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -387,9 +387,14 @@ class Worker:
             with contextlib.suppress(Exception):
                 self._write(Reply(active.msg.run_id, call_id, body))
 
+        def done(task: asyncio.Task[None]) -> None:
+            active.tasks.discard(task)
+            if task.cancelled() and isinstance(pending, Coroutine):
+                pending.close()  # cancelled before it started: nothing will await it
+
         task = asyncio.ensure_future(answer())
         active.tasks.add(task)
-        task.add_done_callback(active.tasks.discard)
+        task.add_done_callback(done)
 
     def _fail_active(self, exc: ExecutorError) -> None:
         active = self.run

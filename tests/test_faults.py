@@ -11,6 +11,7 @@
 | dispose during a run                   | DISPOSED, started=True; waiting calls started=False  |
 | engine lacks a behaviour               | WORKER_CRASHED "Worker 1 failed to start." + causes  |
 | host SIGKILLed / forgets to dispose    | no child outlives it                                 |
+| run ends before a queued call is served| the call's dispatch coroutine is closed, not leaked  |
 
 After every fault the pool keeps serving.
 """
@@ -18,6 +19,7 @@ After every fault the pool keeps serving.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import signal
 import subprocess
@@ -167,3 +169,33 @@ def test_no_child_outlives_its_host(mode: str) -> None:
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in pids if _alive(p)]
+
+
+def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> None:
+    """A run that ends (its deadline, say) while a flood of calls waits to be served cancels
+    their tasks; one cancelled before it started must close the dispatch coroutine it was
+    given, or Python warns that it was never awaited."""
+    from codemode._protocol import Call, Run
+    from codemode._worker import ActiveRun, SpawnSettings, Worker
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        worker = Worker(1, SpawnSettings(64, 1 << 20, 100), lambda w: None, lambda w: None)
+
+        async def on_call(call: Call) -> str:
+            return "{}"
+
+        run = Run(1, "() => 0", (), 1000, True, "none", time.monotonic())
+        active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call,
+                           on_fetch=on_call)  # type: ignore[arg-type]
+        worker.run = active
+        pending = on_call(Call(1, 1, "p", "t", "[]"))
+        worker._answer(active, 1, pending)
+        for task in list(active.tasks):
+            task.cancel()  # the run ended before the loop got to the call
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not active.tasks
+        assert inspect.getcoroutinestate(pending) == inspect.CORO_CLOSED
+
+    asyncio.run(main())
