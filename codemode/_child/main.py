@@ -358,16 +358,21 @@ class Child:
 
     async def _prepare_spare(self) -> None:
         try:
-            if self.closing:
-                # The last isolate is still being disposed: what it holds (a program may have
-                # taken the process to its data limit) is not free yet, and an isolate that
-                # cannot get memory while it is being created takes the process down.
-                await asyncio.wait(set(self.closing))
+            # An isolate that cannot get memory while it is being created takes the process
+            # down, and the last one may hold the process's data limit until it is gone.
+            await self.disposed()
             isolate = await self.new_isolate()
         finally:
             self.spare_task = None
         self.spares.append(isolate)
         self.prepare_spare()
+
+    async def disposed(self) -> None:
+        """Wait until every isolate being disposed on a thread is gone. What one holds is
+        not free before that, and not all of it shows as resident memory: WebAssembly memory
+        grown to the data limit is committed, not touched."""
+        if self.closing:
+            await asyncio.wait(set(self.closing))
 
     async def take_isolate(self) -> Any:
         if not self.spares and self.spare_task is not None:
@@ -382,11 +387,8 @@ class Child:
         if FAULT == "garbage-frame":
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
-        if self.closing:
-            # The last run's isolate is still being disposed on a thread: wait for it. What
-            # it holds must not count against this run, and not all of it shows as resident
-            # memory (WebAssembly memory grown to the data limit is committed, not touched).
-            await asyncio.wait(set(self.closing))
+        # What the last run's isolate holds must not count against this run.
+        await self.disposed()
         if _rss_bytes() > self.residue_limit:
             # The last run's memory is not back yet. A child that stays bloated recycles
             # before this run starts (the host retries it elsewhere).
