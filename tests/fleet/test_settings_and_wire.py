@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import msgspec
 import pytest
@@ -125,44 +127,21 @@ def test_channel_messages_round_trip_and_refuse_garbage() -> None:
             decode_up(garbage)
 
 
-@pytest.mark.anyio
-async def test_claim_is_first_writer_wins_and_respects_start_by(
-        settings: BrokerSettings) -> None:
+@dataclass
+class OnRedis:
+    client: aioredis.Redis
+    scripts: FleetScripts
+    prefix: str
+    """Every key under it is deleted after the test."""
+
+
+@pytest.fixture
+async def on_redis(settings: BrokerSettings) -> AsyncIterator[OnRedis]:
+    """A client, the fleet's scripts on it, and a key prefix of the test's own."""
     client: aioredis.Redis = make_client(settings)
-    scripts = FleetScripts(client)
     prefix = f"t-{uuid.uuid4().hex[:8]}"
     try:
-        now_ms = int(time.time() * 1000)
-        await client.set(host_key(prefix, "h"), b"1", px=5_000)
-        args = dict(lease_ttl_ms=3_000, key_ttl_ms=10_000, started=encode(Started("w")),
-                    expired=encode(Failed(JobExpired("late").to_data())))
-
-        def keys(job: str) -> list[str]:
-            k = JobKeys.of(prefix, job)
-            return [k.claim, k.up, k.lease, host_key(prefix, "h"), admission_key(prefix)]
-
-        first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000,
-                                    job_id="a", **args)  # type: ignore[arg-type]
-        again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000,
-                                    job_id="a", **args)  # type: ignore[arg-type]
-        assert (first.state, again.state, again.holder) == ("started", "taken", "w1")
-        late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000,
-                                   job_id="b", **args)  # type: ignore[arg-type]
-        assert late.state == "expired"
-        up = await client.lrange(JobKeys.of(prefix, "b").up, 0, -1)
-        assert isinstance(decode_up(up[0]), Failed)
-        orphan = await scripts.claim([*keys("c")[:3], host_key(prefix, "gone"),
-                                      admission_key(prefix)],
-                                     worker="w1", start_by_ms=now_ms + 60_000, job_id="c",
-                                     **args)  # type: ignore[arg-type]
-        assert orphan.state == "host-gone"
-        # The producer's side of the race: a claimed job cannot be marked expired.
-        settle = await scripts.settle(JobKeys.of(prefix, "a").claim, admission_key(prefix),
-                                      start_by_ms=now_ms - 1, job_id="a", key_ttl_ms=10_000,
-                                      mark="expired", force=True)
-        assert (settle.state, settle.holder) == ("taken", "w1")
-        for key in await client.keys(f"{prefix}:*"):
-            assert await client.pttl(key) > 0
+        yield OnRedis(client, FleetScripts(client), prefix)
     finally:
         for key in await client.keys(f"{prefix}:*"):
             await client.delete(key)
@@ -170,79 +149,95 @@ async def test_claim_is_first_writer_wins_and_respects_start_by(
 
 
 @pytest.mark.anyio
-async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(
-        settings: BrokerSettings) -> None:
+async def test_claim_is_first_writer_wins_and_respects_start_by(on_redis: OnRedis) -> None:
+    client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
+    now_ms = int(time.time() * 1000)
+    await client.set(host_key(prefix, "h"), b"1", px=5_000)
+    args = dict(lease_ttl_ms=3_000, key_ttl_ms=10_000, started=encode(Started("w")),
+                expired=encode(Failed(JobExpired("late").to_data())))
+
+    def keys(job: str) -> list[str]:
+        k = JobKeys.of(prefix, job)
+        return [k.claim, k.up, k.lease, host_key(prefix, "h"), admission_key(prefix)]
+
+    first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000,
+                                job_id="a", **args)  # type: ignore[arg-type]
+    again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000,
+                                job_id="a", **args)  # type: ignore[arg-type]
+    assert (first.state, again.state, again.holder) == ("started", "taken", "w1")
+    late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000,
+                               job_id="b", **args)  # type: ignore[arg-type]
+    assert late.state == "expired"
+    up = await client.lrange(JobKeys.of(prefix, "b").up, 0, -1)
+    assert isinstance(decode_up(up[0]), Failed)
+    orphan = await scripts.claim([*keys("c")[:3], host_key(prefix, "gone"),
+                                  admission_key(prefix)],
+                                 worker="w1", start_by_ms=now_ms + 60_000, job_id="c",
+                                 **args)  # type: ignore[arg-type]
+    assert orphan.state == "host-gone"
+    # The producer's side of the race: a claimed job cannot be marked expired.
+    settle = await scripts.settle(JobKeys.of(prefix, "a").claim, admission_key(prefix),
+                                  start_by_ms=now_ms - 1, job_id="a", key_ttl_ms=10_000,
+                                  mark="expired", force=True)
+    assert (settle.state, settle.holder) == ("taken", "w1")
+    for key in await client.keys(f"{prefix}:*"):
+        assert await client.pttl(key) > 0
+
+
+@pytest.mark.anyio
+async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(on_redis: OnRedis) -> None:
     """Popping a list empty deletes its key, so the next push creates a key without an
     expiry: every push must re-arm it, or a channel nobody reads (a dead host) would stay."""
-    client: aioredis.Redis = make_client(settings)
-    scripts = FleetScripts(client)
-    key = f"t-{uuid.uuid4().hex[:8]}:up"
-    try:
-        await push(scripts, key, b"one", b"two", ttl_ms=60_000)
-        await push(scripts, key, b"three", ttl_ms=60_000)
-        assert await client.lrange(key, 0, -1) == [b"one", b"two", b"three"]
-        assert 0 < await client.pttl(key) <= 60_000
-        for expected in (b"one", b"two", b"three"):
-            assert await pop(client, [key], 1.0) == expected
-        assert not await client.exists(key)  # emptied: Redis deleted the key
-        await push(scripts, key, b"four", ttl_ms=5_000)
-        assert 0 < await client.pttl(key) <= 5_000
-    finally:
-        await client.delete(key)
-        await client.aclose()
+    client, scripts = on_redis.client, on_redis.scripts
+    key = f"{on_redis.prefix}:up"
+    await push(scripts, key, b"one", b"two", ttl_ms=60_000)
+    await push(scripts, key, b"three", ttl_ms=60_000)
+    assert await client.lrange(key, 0, -1) == [b"one", b"two", b"three"]
+    assert 0 < await client.pttl(key) <= 60_000
+    for expected in (b"one", b"two", b"three"):
+        assert await pop(client, [key], 1.0) == expected
+    assert not await client.exists(key)  # emptied: Redis deleted the key
+    await push(scripts, key, b"four", ttl_ms=5_000)
+    assert 0 < await client.pttl(key) <= 5_000
 
 
 @pytest.mark.anyio
-async def test_finish_sends_the_outcome_frees_the_slot_and_drops_the_lease(
-        settings: BrokerSettings) -> None:
-    client: aioredis.Redis = make_client(settings)
-    scripts = FleetScripts(client)
-    prefix = f"t-{uuid.uuid4().hex[:8]}"
+async def test_finish_sends_the_outcome_frees_the_slot_and_drops_the_lease(on_redis: OnRedis) -> None:
+    client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
     keys = JobKeys.of(prefix, "j")
     admission = admission_key(prefix)
-    try:
-        await client.zadd(admission, {"j": 1, "other": 1})
-        await client.set(keys.lease, b"w1")
-        final = encode(Finished(Outcome(result=1)))
-        await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
-                             job_id="j", final=final, close=b"close")
-        assert await client.lrange(keys.up, 0, -1) == [final]
-        assert await client.lrange(keys.down, 0, -1) == [b"close"]
-        assert 0 < await client.pttl(keys.up) <= 30_000 and await client.pttl(keys.down) > 0
-        assert await client.zrange(admission, 0, -1) == [b"other"]
-        assert not await client.exists(keys.lease)
-        # Without a reader waiting, nothing goes on down.
-        await client.delete(keys.down)
-        await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
-                             job_id="j", final=final, close=None)
-        assert not await client.exists(keys.down)
-    finally:
-        for key in await client.keys(f"{prefix}:*"):
-            await client.delete(key)
-        await client.aclose()
+    await client.zadd(admission, {"j": 1, "other": 1})
+    await client.set(keys.lease, b"w1")
+    final = encode(Finished(Outcome(result=1)))
+    await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
+                         job_id="j", final=final, close=b"close")
+    assert await client.lrange(keys.up, 0, -1) == [final]
+    assert await client.lrange(keys.down, 0, -1) == [b"close"]
+    assert 0 < await client.pttl(keys.up) <= 30_000 and await client.pttl(keys.down) > 0
+    assert await client.zrange(admission, 0, -1) == [b"other"]
+    assert not await client.exists(keys.lease)
+    # Without a reader waiting, nothing goes on down.
+    await client.delete(keys.down)
+    await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
+                         job_id="j", final=final, close=None)
+    assert not await client.exists(keys.down)
 
 
 @pytest.mark.anyio
-async def test_admission_lapses_slots_of_jobs_nobody_finished(settings: BrokerSettings) -> None:
-    client: aioredis.Redis = make_client(settings)
-    scripts = FleetScripts(client)
-    prefix = f"t-{uuid.uuid4().hex[:8]}"
+async def test_admission_lapses_slots_of_jobs_nobody_finished(on_redis: OnRedis) -> None:
+    client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
     key, host = admission_key(prefix), host_key(prefix, "h")
 
     async def admit(job: str) -> bool:
         result = await scripts.admit(key, host, job, limit=1, hold_ms=300, host_ttl_ms=1000)
         return result.admitted
 
-    try:
-        assert await admit("a")
-        assert not await admit("b")
-        time.sleep(0.4)  # the holder died: its slot lapses by itself
-        assert await admit("c")
-        assert 0 < await client.pttl(key) <= 300
-        assert 0 < await client.pttl(host) <= 1000
-    finally:
-        await client.delete(key, host)
-        await client.aclose()
+    assert await admit("a")
+    assert not await admit("b")
+    time.sleep(0.4)  # the holder died: its slot lapses by itself
+    assert await admit("c")
+    assert 0 < await client.pttl(key) <= 300
+    assert 0 < await client.pttl(host) <= 1000
 
 
 def test_public_names() -> None:
