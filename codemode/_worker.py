@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -49,12 +49,14 @@ from ._protocol import (
 __all__ = ["ActiveRun", "NeverStarted", "SpawnSettings", "Worker"]
 
 log = logging.getLogger("codemode.pool")
+T = TypeVar("T")
 
 READY_TIMEOUT_S = 30.0
 """A child that has not answered Ready by then failed to start."""
 BACKSTOP_GRACE_S = 0.1
 """How long past the deadline the host waits for the child's own timeout before killing it."""
 STDERR_TAIL_BYTES = 8192
+STDERR_DRAIN_S = 1.0  # a dead child's stderr reaches EOF at once, unless it left a grandchild
 
 _decoder = msgspec.msgpack.Decoder(ChildMessage)
 
@@ -143,6 +145,7 @@ class Worker:
         self.alive = False
         self.recycling = False
         self.stderr_tail = bytearray()
+        self._stderr_read: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backstop: asyncio.TimerHandle | None = None
         self.pid: int | None = None
@@ -181,12 +184,13 @@ class Worker:
         self.pid = self.proc.pid
         self.alive = True
         self._spawn(self._read_frames())
-        self._spawn(self._read_stderr())
+        self._stderr_read = self._spawn(self._read_stderr())
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[T]) -> asyncio.Task[T]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def wait_ready(self) -> None:
         """Wait for the handshake; raise WORKER_CRASHED naming what is missing."""
@@ -468,8 +472,10 @@ class Worker:
         assert self.proc is not None
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 5.0)
-        # Let the stderr reader drain what the child printed while dying.
-        await asyncio.sleep(0)
+        # Let the stderr reader drain what the child printed while dying (V8's last words
+        # decide between the memory text and a crash).
+        if self._stderr_read is not None:
+            await asyncio.wait({self._stderr_read}, timeout=STDERR_DRAIN_S)
         returncode = self.proc.returncode
         if not self.ready.done():
             tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-3:]

@@ -113,6 +113,18 @@ def test_memory_bombs_come_back_as_the_declared_memory_text(name: str) -> None:
         assert ex.execute("async () => 'still serving'").result == "still serving"
 
 
+def test_a_bomb_that_follows_a_run_meets_its_memory_bound_not_a_crash() -> None:
+    """Right after a run, the child is preparing its next isolate. A program that takes the
+    process to its data limit meanwhile (64 MB buffers never touched: address space, not
+    resident memory) would make that preparation fail, and V8 aborts the process for it;
+    the run must instead wait for the preparation and fail alone, with its memory text."""
+    bomb = "async () => { const keep = []; for (;;) keep.push(new ArrayBuffer(64 << 20)) }"
+    with SyncIsolateExecutor(memory_limit=128, pool={"max_workers": 1}, timeout=6_000) as ex:
+        for _ in range(8):
+            assert ex.execute("async () => 1").result == 1
+            assert ex.execute(bomb).error == memory_text(128)
+
+
 def test_the_memory_text_is_declared() -> None:
     assert memory_text(128) == (
         "Execution ran out of memory at its 128 MB bound. "

@@ -238,6 +238,9 @@ class Child:
         self.decoder = msgspec.msgpack.Decoder(HostMessage)
         self.spares: list[Any] = []
         self.spare_task: asyncio.Task[Any] | None = None
+        self.serving = False
+        """From taking a run off the queue until its isolate is disposed: no preparation
+        starts meanwhile (see quiet)."""
         self.run: RunState | None = None
         self.rss_limit = 0
         self.baseline_rss = 0
@@ -261,13 +264,17 @@ class Child:
         run queued behind it (the host may hand that run to another child)."""
         while True:
             msg = await self.runs.get()
-            if isinstance(msg, Release):
-                isolate = self.retained.pop(msg.handle_id, None)
-                if isolate is not None:
-                    await self.close_isolate(isolate)
-                    self.prepare_spare()
-            else:
-                await self.serve(msg)
+            self.serving = True
+            try:
+                if isinstance(msg, Release):
+                    isolate = self.retained.pop(msg.handle_id, None)
+                    if isolate is not None:
+                        await self.close_isolate(isolate)
+                else:
+                    await self.serve(msg)
+            finally:
+                self.serving = False
+            self.prepare_spare()
 
     # ---- framing ------------------------------------------------------------------
 
@@ -352,8 +359,8 @@ class Child:
         return isolate
 
     def prepare_spare(self) -> None:
-        """Refill the stock of prepared isolates, one preparation at a time."""
-        if self.spare_task is None and len(self.spares) < SPARE_ISOLATES:
+        """Refill the stock of prepared isolates, one preparation at a time, between runs."""
+        if self.spare_task is None and not self.serving and len(self.spares) < SPARE_ISOLATES:
             self.spare_task = asyncio.ensure_future(self._prepare_spare())
 
     async def _prepare_spare(self) -> None:
@@ -362,6 +369,8 @@ class Child:
             # down, and the last one may hold the process's data limit until it is gone.
             await self.disposed()
             isolate = await self.new_isolate()
+        except Exception:
+            return  # the next run creates its own, and reports what stops it
         finally:
             self.spare_task = None
         self.spares.append(isolate)
@@ -374,9 +383,17 @@ class Child:
         if self.closing:
             await asyncio.wait(set(self.closing))
 
+    async def quiet(self) -> None:
+        """Wait until no other isolate is being disposed or created, so that nothing but the
+        run allocates in the engine while it runs. A program that takes the process to its
+        data limit must fail alone, with its memory error: an isolate being created at that
+        moment cannot get memory, and V8 aborts the whole process for that (SIGABRT, nothing
+        on stderr), which the host could only report as a crash."""
+        await self.disposed()
+        if self.spare_task is not None:
+            await asyncio.wait({self.spare_task})
+
     async def take_isolate(self) -> Any:
-        if not self.spares and self.spare_task is not None:
-            await self.spare_task
         if self.spares:
             return self.spares.pop(0)
         return await self.new_isolate()
@@ -387,8 +404,9 @@ class Child:
         if FAULT == "garbage-frame":
             # Fault injection for the host's tests: a frame that is not a message.
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
-        # What the last run's isolate holds must not count against this run.
-        await self.disposed()
+        # What the last run's isolate holds must not count against this run, and no
+        # preparation may compete with it for memory.
+        await self.quiet()
         if _rss_bytes() > self.residue_limit:
             # The last run's memory is not back yet. A child that stays bloated recycles
             # before this run starts (the host retries it elsewhere).
@@ -670,7 +688,6 @@ class Child:
         if state.kind == "handle" and isinstance(state.msg, Run):
             self.retained[state.msg.run_id] = isolate
             self.handle_providers[state.msg.run_id] = state.msg.providers
-            self.prepare_spare()
             return
         if isinstance(state.msg, Invoke) and state.kind not in ("timeout", "memory"):
             if not state.settled:
@@ -709,7 +726,6 @@ class Child:
             os._exit(0)
         if not state.settled:
             self.send(Idle())  # the host held this child back until now
-        self.prepare_spare()
 
     async def close_isolate(self, isolate: Any) -> None:
         try:
