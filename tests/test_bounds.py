@@ -125,6 +125,25 @@ def test_a_bomb_that_follows_a_run_meets_its_memory_bound_not_a_crash() -> None:
             assert ex.execute(bomb).error == memory_text(128)
 
 
+def test_logs_sent_at_the_data_limit_end_the_run_with_its_memory_text() -> None:
+    """A program that keeps the process's address space in untouched buffers, then floods
+    its logs: the text that has to cross can find no memory in the child's Python either.
+    That must end the run at once with the memory text, not leave it waiting for its clock."""
+    fill = "const keep = []; try { for (;;) keep.push(new ArrayBuffer(64 << 20)) } catch {}"
+    holder = f"async () => {{ {fill}; await api.echo('x'.repeat(100000)); return keep.length }}"
+    flood = (f"async () => {{ {fill}; for (let i = 0; i < 2000; i++) console.log('y'.repeat(10000)); "
+             "return keep.length }")
+    providers = [{"name": "api", "tools": ["echo"]}]
+    with SyncIsolateExecutor(memory_limit=128, pool={"max_workers": 1}, timeout=20_000) as ex:
+        for code in (holder, flood, flood, flood, flood):
+            assert ex.execute("async () => 1").result == 1
+            started = time.monotonic()
+            outcome = ex.execute(code, providers=providers, dispatch=lambda p, t, a: tool_result(1))
+            assert outcome.error in (None, memory_text(128)), outcome.error
+            assert outcome.error is not None or outcome.result > 0
+            assert time.monotonic() - started < 10, "the run waited for its clock"
+
+
 def test_the_memory_text_is_declared() -> None:
     assert memory_text(128) == (
         "Execution ran out of memory at its 128 MB bound. "

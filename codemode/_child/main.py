@@ -463,10 +463,29 @@ class Child:
         exc = task.exception()
         if exc is not None:
             text = str(exc)
-            if "memory" in text.lower() or state.isolate.memory_limit_reached():
-                self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+            if self.out_of_memory(state, exc) or "memory" in text.lower():
+                self.finish_out_of_memory(state)
             else:
                 self.finish(state, "throw", error=text)
+
+    def out_of_memory(self, state: RunState, exc: BaseException) -> bool:
+        """Whether a failure is the run's memory running out: the isolate's heap bound, or
+        this process's data limit met by Python itself (a program that holds the process's
+        address space in untouched buffers leaves no room for the text it sends)."""
+        return isinstance(exc, MemoryError) or state.isolate.memory_limit_reached()
+
+    def finish_out_of_memory(self, state: RunState) -> None:
+        self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+
+    def on_loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """A callback that raised MemoryError (mini-racer turning a pump's result into a
+        string, say) would leave its run waiting for an answer that never comes, until the
+        clock ends it: end the run with its memory text instead (the child then recycles)."""
+        state = self.run
+        if isinstance(context.get("exception"), MemoryError) and state is not None and not state.done:
+            self.finish_out_of_memory(state)
+            return
+        loop.default_exception_handler(context)
 
     def take_journal(self, state: RunState) -> None:
         """The bell rang: act on what the isolate wrote, right in the bell's callback (no
@@ -507,8 +526,8 @@ class Child:
             try:
                 out = await isolate.pump(inbox_json)
             except Exception as exc:  # terminated by a memory bound, or cancelled
-                if state.isolate.memory_limit_reached():
-                    self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+                if self.out_of_memory(state, exc):
+                    self.finish_out_of_memory(state)
                 elif not state.done:
                     self.finish(state, "throw", error=str(exc))
                 return
@@ -518,6 +537,9 @@ class Child:
                     self.take_messages(state, isolate.read_journal())
                     self.take_messages(state, messages)
                 except Exception as exc:
+                    if isinstance(exc, MemoryError):
+                        self.finish_out_of_memory(state)
+                        return
                     text = f"The runtime sent a message the child could not read ({exc})."
                     self.finish(state, "throw", error=text)
                     return
@@ -631,7 +653,7 @@ class Child:
         if state.done:
             return
         if state.isolate.memory_limit_reached() or _rss_bytes() > self.rss_limit:
-            self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
+            self.finish_out_of_memory(state)
             return
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
 
@@ -779,6 +801,7 @@ class Child:
 
     async def main(self) -> None:
         self.loop = asyncio.get_running_loop()
+        self.loop.set_exception_handler(self.on_loop_exception)
         from ..stdlib import MODULES, sources
 
         if os.environ.get("CODEMODE_CHILD_STDLIB", "on") == "off":
