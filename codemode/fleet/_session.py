@@ -146,8 +146,7 @@ class JobSession:
             try:
                 raw = await pop(self.client, [self.keys.up], next_check - now)
             except BROKER_ERRORS as exc:
-                raise broker_unreachable(
-                    exc, doing="waiting for the job's outcome", started=True) from None
+                raise self._broker_lost(exc, "waiting for the job's outcome") from None
             if raw is not None:
                 was_started = self.started
                 outcome = self._receive(raw)
@@ -160,6 +159,14 @@ class JobSession:
                     await asyncio.sleep(0)
                 if self.started and not was_started:
                     next_check = self._next_check(time.monotonic())
+
+    def _broker_lost(self, exc: BaseException, doing: str) -> BaseException:
+        """What a Redis error means here: BROKER_UNREACHABLE, unless the caller has left. A
+        cancel that lands while redis-py is sending a command surfaces as a connection
+        error, and it is still the cancel."""
+        if self.closed:
+            return asyncio.CancelledError()
+        return broker_unreachable(exc, doing=doing, started=True)
 
     def _next_check(self, now: float) -> float:
         """Running: look at the lease every third of its TTL. Queued: at the start-by time,
@@ -225,8 +232,7 @@ class JobSession:
                 key_ttl_ms=self.settings.key_ttl_ms, mark=mark, force=force,
             )
         except BROKER_ERRORS as exc:
-            raise broker_unreachable(
-                exc, doing="checking on the job", started=True) from None
+            raise self._broker_lost(exc, "checking on the job") from None
         if result.state == "done":
             self.settled = True
             if mark == "worker-gone":
