@@ -290,6 +290,7 @@ ENV_WORKER_MAX_TIMEOUT_MS: Final = "CODEMODE_WORKER_MAX_TIMEOUT_MS"
 ENV_WORKER_NETWORK: Final = "CODEMODE_WORKER_NETWORK"
 ENV_WORKER_MAX_HANDLES: Final = "CODEMODE_WORKER_MAX_HANDLES"
 ENV_HANDLE_IDLE_TTL_S: Final = "CODEMODE_HANDLE_IDLE_TTL_S"
+ENV_WORKER_PIN_CPUS: Final = "CODEMODE_WORKER_PIN_CPUS"
 
 _WORKER_ENV: Final = {
     "concurrency": ENV_WORKER_CONCURRENCY,
@@ -300,7 +301,24 @@ _WORKER_ENV: Final = {
     "network": ENV_WORKER_NETWORK,
     "max_handles": ENV_WORKER_MAX_HANDLES,
     "handle_idle_ttl_s": ENV_HANDLE_IDLE_TTL_S,
+    "pin_cpus": ENV_WORKER_PIN_CPUS,
 }
+_TRUE: Final = ("1", "true", "yes", "on")
+_FALSE: Final = ("0", "false", "no", "off")
+
+
+def _flag(name: str, raw: str) -> bool:
+    if raw.strip().lower() in _TRUE:
+        return True
+    if raw.strip().lower() in _FALSE:
+        return False
+    raise SettingsError(f"{name} must be true or false (1/0, yes/no, on/off), got {raw!r}.")
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -328,6 +346,11 @@ class WorkerSettings:
     job that would retain one more fails with QUEUE_FULL (nothing ran). 0 turns handles off."""
     handle_idle_ttl_s: float = 300.0
     """A retained handle not invoked for this long is released (HANDLE_EXPIRED afterwards)."""
+    pin_cpus: bool = True
+    """Pin each isolate child to one core (``pool.pin_cpus``, see docs/performance.md).
+    Best where the worker has the machine to itself. On a machine it shares with Redis and
+    the producers, unpinned children measured faster for jobs of up to ~10 tool calls
+    (benchmarks/README.md), pinned ones for longer chains of calls."""
 
     def __post_init__(self) -> None:
         if self.pool not in ("threads", "solo"):
@@ -346,6 +369,8 @@ class WorkerSettings:
         ttl = self.handle_idle_ttl_s
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
             raise SettingsError(f"handle_idle_ttl_s must be a positive number, got {ttl!r}.")
+        if not isinstance(self.pin_cpus, bool):
+            raise SettingsError(f"pin_cpus must be true or false, got {self.pin_cpus!r}.")
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)
 
@@ -357,6 +382,9 @@ class WorkerSettings:
             raw = env.get(_WORKER_ENV[f.name])
             if raw is None or raw == "":
                 continue
+            if f.type == "bool":
+                values[f.name] = _flag(_WORKER_ENV[f.name], raw)
+                continue
             try:
                 values[f.name] = (int(raw) if f.type == "int"
                                   else float(raw) if f.type == "float" else raw)
@@ -367,7 +395,7 @@ class WorkerSettings:
         return cls(**values)
 
     def env(self) -> dict[str, str]:
-        return {_WORKER_ENV[f.name]: str(getattr(self, f.name)) for f in fields(self)}
+        return {_WORKER_ENV[f.name]: _env_text(getattr(self, f.name)) for f in fields(self)}
 
     def celery_config(self) -> dict[str, Any]:
         return {

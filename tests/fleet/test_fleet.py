@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
+from collections.abc import Callable
 
 import msgspec
 import pytest
 import redis
 from fleet_helpers import eventually, job_ids, keys_of
 
-from broker_config import BrokerSettings
+from broker_config import ENV_WORKER_PIN_CPUS, BrokerSettings
 from codemode import (
     BrokerUnreachable,
     Disposed,
@@ -29,7 +31,7 @@ from codemode._texts import message_ceiling_text
 from codemode.fleet import FleetExecutor
 from codemode.fleet._keys import admission_key
 from codemode.fleet._wire import Started, ToolReply, decode_up, encode
-from codemode.fleet.testing import free_port
+from codemode.fleet.testing import WorkerProcess, free_port
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -301,3 +303,16 @@ async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
     # The worker was told: the run stops and its lease goes away.
     keys = keys_of(private_prefix.key_prefix, job_id)
     await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
+
+
+async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
+        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    allowed = os.sched_getaffinity(0)
+    worker = start_worker(private_queue, env={ENV_WORKER_PIN_CPUS: "false"}, name="unpinned")
+    async with FleetExecutor(settings=private_queue) as ex:
+        assert (await ex.execute("() => 6 * 7")).result == 42
+    children = worker.children()
+    assert children, "the worker runs its isolates in children"
+    for pid in children:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            assert os.sched_getaffinity(int(tid)) == allowed, f"child {pid} thread {tid} is pinned"

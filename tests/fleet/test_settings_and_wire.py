@@ -104,6 +104,18 @@ def test_settings_come_from_the_environment_and_refuse_nonsense() -> None:
     assert WorkerSettings.from_env({"CODEMODE_WORKER_CONCURRENCY": "3"}).concurrency == 3
 
 
+def test_pin_cpus_reads_true_or_false_and_nothing_else() -> None:
+    assert WorkerSettings().pin_cpus is True
+    for raw, value in (("false", False), ("0", False), ("Off", False), ("yes", True), ("1", True)):
+        assert WorkerSettings.from_env({"CODEMODE_WORKER_PIN_CPUS": raw}).pin_cpus is value
+    unpinned = WorkerSettings(pin_cpus=False)
+    assert WorkerSettings.from_env(unpinned.env()) == unpinned
+    with pytest.raises(SettingsError, match="CODEMODE_WORKER_PIN_CPUS must be true or false"):
+        WorkerSettings.from_env({"CODEMODE_WORKER_PIN_CPUS": "sometimes"})
+    with pytest.raises(SettingsError, match="pin_cpus must be true or false"):
+        WorkerSettings(pin_cpus="no")  # type: ignore[arg-type]
+
+
 def test_job_travels_as_plain_json_and_back() -> None:
     spec = JobSpec(job_id="j", host_id="h", key_prefix="p", code="() => 1",
                    providers=(codemode.Provider("t", ("a", "b")),), network="host",
