@@ -200,7 +200,8 @@ class Pool:
             if not waiter.done():
                 waiter.set_exception(Disposed(
                     "The executor was disposed while this call waited; nothing ran."))
-        for task in list(self._tasks):
+        starting = list(self._tasks)
+        for task in starting:
             task.cancel()
         workers = self.workers() + list(self._spawning)
         self._spawning.clear()
@@ -215,6 +216,10 @@ class Pool:
             else:
                 worker.kill()
         await asyncio.gather(*(w.wait_exit(2.0) for w in workers), return_exceptions=True)
+        if starting:
+            # Let the cancelled starts finish (their child is gone): a start left pending
+            # when the loop closes is destroyed mid-await, and Python complains at exit.
+            await asyncio.wait(starting, timeout=2.0)
         for worker in workers:
             if worker.pid is not None:
                 _LIVE_PIDS.discard(worker.pid)
