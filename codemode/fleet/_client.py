@@ -61,7 +61,7 @@ from ._handles import HostHandle, HostHandles, worker_gone_text
 from ._heartbeat import HostHeartbeat
 from ._keys import admission_key, host_key, worker_key, worker_queue
 from ._producer import CeleryProducer
-from ._scripts import FleetScripts
+from ._scripts import FAN_OUT_SLOTS, FleetScripts
 from ._session import JobSession
 from ._wire import HANDLES_SCHEMA_VERSION, JOB_SCHEMA_VERSION, JobSpec, Network
 
@@ -72,10 +72,25 @@ EXPIRES_MARGIN_S = 1.0
 authority, so Celery's own discard comes a little later."""
 
 
+POOL_HEADROOM = 2 * FAN_OUT_SLOTS
+"""Connections a client may open beyond one per job in flight: the fanned-out commands
+(at most ``FAN_OUT_SLOTS`` at once), a job's own scripts, heartbeats."""
+
+
 def make_client(settings: BrokerSettings) -> aioredis.Redis:
-    """A ``redis.asyncio`` client with the fleet's socket settings and no silent retries."""
-    client: aioredis.Redis = aioredis.Redis.from_url(
-        settings.redis_url, retry=Retry(NoBackoff(), 0), **settings.redis_kwargs())
+    """A ``redis.asyncio`` client with the fleet's socket settings and no silent retries.
+
+    Every job in flight holds a connection in its BLPOP, and the fleet admits at most
+    ``fleet_max_jobs``: the pool has room for all of them plus headroom, and the commands
+    whose number has no such bound wait for one of ``FAN_OUT_SLOTS`` (see FleetScripts).
+    redis-py's default pool refuses a 101st connection, which failed every job past the
+    100th in flight from one host, and a program's 100th concurrent tool call, with
+    BROKER_UNREACHABLE. (Its blocking pool would wait instead, but cost ~80 us per relayed
+    call in its lock.)"""
+    pool = aioredis.ConnectionPool.from_url(
+        settings.redis_url, retry=Retry(NoBackoff(), 0),
+        max_connections=settings.fleet_max_jobs + POOL_HEADROOM, **settings.redis_kwargs())
+    client: aioredis.Redis = aioredis.Redis.from_pool(pool)
     return client
 
 

@@ -461,7 +461,9 @@ class _Job:
             try:
                 await push(self.runner.scripts, self.keys.up, encode(message_for(call_id)),
                            ttl_ms=self.settings.key_ttl_ms)
-            except BROKER_ERRORS:
+            except BROKER_ERRORS as exc:
+                log.warning("job %s: could not send a call to its host (%s: %s)",
+                            self.spec.job_id, type(exc).__name__, exc)
                 self.broker_lost = True
                 return BROKER_LOST_TEXT
             return await future

@@ -19,6 +19,7 @@ support Redis Cluster (the admission key lives in another slot).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -143,10 +144,18 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+FAN_OUT_SLOTS = 32
+"""Commands with no natural bound that one client sends at once: channel pushes (a program
+may start thousands of tool calls together, each a push on the worker and a reply push on
+the host) and admissions (a host may submit thousands of jobs together). Beyond this many
+they wait their turn (~0.1 ms each) instead of each taking a connection of its own."""
+
+
 class FleetScripts:
     """The scripts, registered on one client (redis-py reloads them after a Redis restart)."""
 
     def __init__(self, client: aioredis.Redis) -> None:
+        self._fan_out = asyncio.Semaphore(FAN_OUT_SLOTS)
         self._admit = client.register_script(_ADMIT)
         self._claim = client.register_script(_CLAIM)
         self._heartbeat = client.register_script(_HEARTBEAT)
@@ -156,8 +165,9 @@ class FleetScripts:
 
     async def admit(self, admission: str, host: str, job_id: str, *, limit: int, hold_ms: int,
                     host_ttl_ms: int) -> Admission:
-        ok, now, count = await self._admit(keys=[admission, host],
-                                           args=[job_id, limit, hold_ms, host_ttl_ms])
+        async with self._fan_out:
+            ok, now, count = await self._admit(keys=[admission, host],
+                                               args=[job_id, limit, hold_ms, host_ttl_ms])
         return Admission(bool(ok), int(now), int(count))
 
     async def claim(
@@ -178,7 +188,8 @@ class FleetScripts:
         return bool(host_alive)
 
     async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
-        await self._push(keys=[key], args=[ttl_ms, *messages])
+        async with self._fan_out:
+            await self._push(keys=[key], args=[ttl_ms, *messages])
 
     async def finish(self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes,
                      close: bytes | None) -> None:

@@ -7,10 +7,13 @@ processes are in ``test_fleet_faults.py``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
 import msgspec
 import pytest
@@ -316,3 +319,35 @@ async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
     for pid in children:
         for tid in os.listdir(f"/proc/{pid}/task"):
             assert os.sched_getaffinity(int(tid)) == allowed, f"child {pid} thread {tid} is pinned"
+
+
+async def test_a_program_may_start_thousands_of_tool_calls_at_once(
+        executor: FleetExecutor) -> None:
+    """Each call is a push on the worker and a reply push on the host: they wait their turn
+    for a connection, they never fail for want of one (redis-py's pool refuses a 101st)."""
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        return tool_result(json.loads(args)[0])
+
+    outcome = await executor.execute(
+        "async () => (await Promise.all(Array.from({ length: 2000 }, (_, i) => t.echo(i))))"
+        ".reduce((a, b) => a + b, 0)",
+        providers=TOOLS, dispatch=dispatch)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == sum(range(2000))
+
+
+async def test_one_host_keeps_hundreds_of_jobs_in_flight(settings: BrokerSettings) -> None:
+    """Every job in flight waits on its channel with a connection of its own: a host with
+    300 of them needs more than redis-py's default 100; beyond the fleet's bound, the excess
+    is refused with QUEUE_FULL, never with BROKER_UNREACHABLE."""
+    code = "async () => { await new Promise((r) => setTimeout(r, 20)); return 1 }"
+    async with FleetExecutor(settings=settings, queue_timeout=60_000) as ex:
+        outcomes = await asyncio.gather(*(ex.execute(code) for _ in range(300)))
+    assert [o.result for o in outcomes] == [1] * 300
+    bounded = replace(settings, key_prefix=f"t-{uuid.uuid4().hex[:8]}", fleet_max_jobs=20)
+    async with FleetExecutor(settings=bounded, queue_timeout=60_000) as ex:
+        results = await asyncio.gather(*(ex.execute(code) for _ in range(300)),
+                                       return_exceptions=True)
+    kinds = {type(r).__name__ for r in results}
+    assert kinds <= {"Outcome", "QueueFull"}, kinds
+    assert "Outcome" in kinds and "QueueFull" in kinds
