@@ -55,6 +55,10 @@ __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
 
 _BUNDLE_CACHE = 32
 """Distinct module maps whose bundles an executor keeps built."""
+MAX_FETCHES_IN_FLIGHT = 16
+"""Requests one run has in flight through the host at once; more wait their turn (on the
+run's clock). 5,000 at once took the host's event loop for so long that a 20 s run
+settled 16 s late."""
 
 
 def _network(outbound: Any) -> str:
@@ -294,15 +298,18 @@ class IsolateExecutor:
         async def on_call(call: Call) -> str:
             return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json, max_bytes)
 
+        fetch_slots = asyncio.Semaphore(MAX_FETCHES_IN_FLIGHT)
+
         async def on_fetch(fetch: Fetch) -> str:
-            # With host waits uncounted, the request gets the run's whole bound of its own.
-            if msg.count_host_waits:
-                limit = deadline
-            else:
-                limit = time.monotonic() + msg.timeout_ms / 1000
-            return await handle_fetch(
-                fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
-            )
+            async with fetch_slots:
+                # With host waits uncounted, the request gets the run's whole bound of its own.
+                if msg.count_host_waits:
+                    limit = deadline
+                else:
+                    limit = time.monotonic() + msg.timeout_ms / 1000
+                return await handle_fetch(
+                    fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
+                )
 
         active = ActiveRun(msg=msg, future=loop.create_future(), on_call=on_call, on_fetch=on_fetch)
         worker.begin(active)

@@ -250,6 +250,8 @@ class Worker:
 
     def _write(self, message: Any) -> None:
         assert self.proc is not None and self.proc.stdin is not None
+        if self.proc.stdin.is_closing():
+            return  # the child is gone (its exit is being handled): nobody would read it
         self.proc.stdin.write(encode_frame(message))
 
     async def _read_stderr(self) -> None:

@@ -174,6 +174,46 @@ def test_a_request_is_bounded_by_the_runs_deadline(executor: SyncIsolateExecutor
     assert outcome.error is not None and "timed out at its 300 ms bound" in outcome.error
 
 
+def test_a_run_has_at_most_16_requests_in_flight_and_the_rest_wait_their_turn(
+        executor: SyncIsolateExecutor) -> None:
+    import asyncio
+
+    in_flight = peak = 0
+
+    async def slow(request: OutboundRequest) -> OutboundResponse:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.005)
+        in_flight -= 1
+        return OutboundResponse(200, body=request.url.encode())
+
+    outcome = executor.execute(
+        "async () => (await Promise.all(Array.from({ length: 200 }, (_, i) => "
+        "fetch(`https://api.example/${i}`).then((r) => r.text())))).length",
+        outbound=slow, timeout=20_000)
+    assert outcome.error is None and outcome.result == 200
+    assert peak == 16
+
+
+def test_thousands_of_requests_at_once_settle_inside_the_bound(executor: SyncIsolateExecutor) -> None:
+    """Each request is real work for the host (httpx): 5,000 at once once held its event
+    loop so long that a 20 s run settled 16 s late and its child was killed."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on: every request is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    outcome = executor.execute(
+        "async () => (await Promise.allSettled(Array.from({ length: 3000 }, () => "
+        f"fetch('http://127.0.0.1:{port}/')))).filter((r) => r.status === 'rejected').length",
+        timeout=20_000)
+    assert outcome.error is None and outcome.result == 3000
+    assert time.monotonic() - started < 21.5
+
+
 OUTBOUND_TEXT = (
     "outbound must be left out (the executor's network), None (no network) or a callable policy."
 )
