@@ -10,9 +10,6 @@ the name it used. Refusing it is the dispatch's job; :class:`ToolRegistry` does 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
-import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -22,36 +19,9 @@ import msgspec
 
 from ._request import Provider
 
-__all__ = ["SyncCalls", "ToolRegistry", "call_dispatch", "sync_call_threads", "tool_error",
-           "tool_result"]
+__all__ = ["ToolRegistry", "call_dispatch", "tool_error", "tool_result"]
 
 log = logging.getLogger("codemode.tools")
-
-SYNC_CALLS_PER_RUN = 16
-"""A run's sync dispatch calls that run in the host at once; more wait their turn."""
-
-
-def sync_call_threads(runs: int) -> concurrent.futures.ThreadPoolExecutor:
-    """The threads an executor's sync dispatch calls run on: enough for ``runs`` runs at
-    their per-run bound, so that no run waits for a thread another run holds."""
-    return concurrent.futures.ThreadPoolExecutor(
-        max_workers=SYNC_CALLS_PER_RUN * max(1, runs), thread_name_prefix="codemode-dispatch")
-
-
-class SyncCalls:
-    """Where one run's sync dispatch calls run: the executor's threads, at most
-    ``SYNC_CALLS_PER_RUN`` of them at once for this run. On the event loop's shared default
-    pool (6 threads here), one program's 300 concurrent calls to a slow tool held another
-    run's single call for 9.7 s."""
-
-    def __init__(self, threads: concurrent.futures.ThreadPoolExecutor) -> None:
-        self._threads = threads
-        self._slots = asyncio.Semaphore(SYNC_CALLS_PER_RUN)
-
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        async with self._slots:
-            call = functools.partial(contextvars.copy_context().run, fn, *args)
-            return await asyncio.get_running_loop().run_in_executor(self._threads, call)
 _encoder = msgspec.json.Encoder()
 
 
@@ -105,13 +75,11 @@ async def call_dispatch(
     tool: str,
     args_json: str,
     max_bytes: int,
-    sync_calls: SyncCalls,
 ) -> str:
     """Run the host's dispatch for one call and always come back with a valid envelope.
 
-    Async dispatch runs on the loop; sync dispatch runs in a thread (``sync_calls``, the
-    run's share of the executor's threads), so calls a program makes with ``Promise.all``
-    run concurrently in the host.
+    Async dispatch runs on the loop; sync dispatch runs in a thread, so calls a program
+    makes with ``Promise.all`` run concurrently in the host.
     """
     if dispatch is None:
         return tool_error(f"No tools are served to this run, so {provider}.{tool} cannot be called.")
@@ -121,7 +89,7 @@ async def call_dispatch(
         ):
             reply = await dispatch(provider, tool, args_json)
         else:
-            reply = await sync_calls.run(dispatch, provider, tool, args_json)
+            reply = await asyncio.to_thread(dispatch, provider, tool, args_json)
             if inspect.isawaitable(reply):
                 reply = await reply
     except asyncio.CancelledError:

@@ -33,7 +33,7 @@ from ._config import (
     ExecutorConfig,
     PoolConfig,
 )
-from ._dispatch import SyncCalls, call_dispatch, sync_call_threads
+from ._dispatch import call_dispatch
 from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
     DEFAULT_HANDLE_IDLE_TTL_S,
@@ -144,7 +144,6 @@ class IsolateExecutor:
             )
         self._handles = HandleTable(max_handles, float(handle_idle_ttl))
         self._bundles: dict[str, str] = {}
-        self._sync_threads = sync_call_threads(self.config.pool.max_workers)
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -158,7 +157,6 @@ class IsolateExecutor:
         """End every child. Calls waiting in line and runs in flight fail with DISPOSED."""
         self._disposed = True
         self._handles.close()
-        self._sync_threads.shutdown(wait=False, cancel_futures=True)
         if self._pool is None:
             return
         if self._loop is not asyncio.get_running_loop():
@@ -297,11 +295,8 @@ class IsolateExecutor:
         max_bytes = self.config.max_message_bytes
         deadline = started_at + msg.timeout_ms / 1000
 
-        sync_calls = SyncCalls(self._sync_threads)
-
         async def on_call(call: Call) -> str:
-            return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json,
-                                       max_bytes, sync_calls)
+            return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json, max_bytes)
 
         fetch_slots = asyncio.Semaphore(MAX_FETCHES_IN_FLIGHT)
 
