@@ -33,7 +33,7 @@ from ._config import (
     ExecutorConfig,
     PoolConfig,
 )
-from ._dispatch import call_dispatch
+from ._dispatch import RunThreads, call_dispatch, dispatch_threads
 from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
     DEFAULT_HANDLE_IDLE_TTL_S,
@@ -144,6 +144,7 @@ class IsolateExecutor:
             )
         self._handles = HandleTable(max_handles, float(handle_idle_ttl))
         self._bundles: dict[str, str] = {}
+        self._dispatch_threads = dispatch_threads(self.config.pool.max_workers)
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class IsolateExecutor:
         """End every child. Calls waiting in line and runs in flight fail with DISPOSED."""
         self._disposed = True
         self._handles.close()
+        self._dispatch_threads.shutdown(wait=False, cancel_futures=True)
         if self._pool is None:
             return
         if self._loop is not asyncio.get_running_loop():
@@ -295,8 +297,11 @@ class IsolateExecutor:
         max_bytes = self.config.max_message_bytes
         deadline = started_at + msg.timeout_ms / 1000
 
+        threads = RunThreads(self._dispatch_threads)
+
         async def on_call(call: Call) -> str:
-            return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json, max_bytes)
+            return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json,
+                                       max_bytes, threads)
 
         fetch_slots = asyncio.Semaphore(MAX_FETCHES_IN_FLIGHT)
 
@@ -312,6 +317,7 @@ class IsolateExecutor:
                 )
 
         active = ActiveRun(msg=msg, future=loop.create_future(), on_call=on_call, on_fetch=on_fetch)
+        active.future.add_done_callback(lambda _: threads.shutdown(wait=False))
         worker.begin(active)
         try:
             return await asyncio.shield(active.future)

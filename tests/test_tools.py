@@ -102,6 +102,49 @@ def test_promise_all_calls_run_concurrently_in_the_host(executor: SyncIsolateExe
     assert elapsed < 0.9  # five 200 ms calls, run side by side (generous on a busy machine)
 
 
+def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
+    """A run's sync calls take at most 16 of the executor's threads at once: a program that
+    starts 40 calls to a tool that blocks leaves room for another run's call (on the loop's
+    shared default pool, 6 threads here, it waited until the first run's calls were done)."""
+    release = threading.Event()
+    lock = threading.Lock()
+    blocked = peak = 0
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        nonlocal blocked, peak
+        if tool == "slow":
+            with lock:
+                blocked += 1
+                peak = max(peak, blocked)
+            release.wait(30)
+            with lock:
+                blocked -= 1
+        return tool_result(tool)
+
+    providers = [{"name": "api", "tools": ["slow", "fast"]}]
+
+    async def scenario() -> None:
+        async with IsolateExecutor(pool={"max_workers": 2}) as ex:
+            fan_out = asyncio.ensure_future(ex.execute(
+                "async () => (await Promise.all(Array.from({ length: 40 }, () => api.slow())))"
+                ".length", providers=providers, dispatch=dispatch, timeout=30_000))
+            deadline = time.monotonic() + 20
+            while peak < 16 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            other = await ex.execute("async () => api.fast()", providers=providers,
+                                     dispatch=dispatch, timeout=5_000)
+            assert other.error is None and other.result == "fast"
+            assert blocked == 16, "the first run's calls still wait, 16 at a time"
+            release.set()
+            assert (await fan_out).result == 40
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        release.set()
+    assert peak == 16
+
+
 def test_async_dispatch_calls_overlap_as_well(executor: SyncIsolateExecutor) -> None:
     async def dispatch(provider: str, tool: str, args_json: str) -> str:
         await asyncio.sleep(0.2)

@@ -45,6 +45,7 @@ from .._config import (
     Ceilings,
     ExecutorConfig,
 )
+from .._dispatch import RunThreads, dispatch_threads
 from .._faults import (
     Disposed,
     HandleExpired,
@@ -67,6 +68,9 @@ from ._wire import HANDLES_SCHEMA_VERSION, JOB_SCHEMA_VERSION, JobSpec, Network
 
 __all__ = ["FleetExecutor"]
 
+HOST_SYNC_RUNS = 8
+"""Jobs whose sync dispatch calls can all run at their per-run bound at once (the size of
+the host's threads for them: see ``RunThreads``)."""
 EXPIRES_MARGIN_S = 1.0
 """Celery's ``expires`` is the producer's clock; the start-by check in Redis is the
 authority, so Celery's own discard comes a little later."""
@@ -158,6 +162,7 @@ class FleetExecutor:
         self._heartbeat: HostHeartbeat | None = None
         self._start_lock: asyncio.Lock | None = None
         self._sessions: dict[str, tuple[JobSession, asyncio.Task[Outcome]]] = {}
+        self._dispatch_threads = dispatch_threads(HOST_SYNC_RUNS)
         self._handles = HostHandles()
         self._disposed = False
         self._housekeeping: set[asyncio.Task[None]] = set()
@@ -178,6 +183,7 @@ class FleetExecutor:
             return
         self._disposed = True
         self._handles.close()
+        self._dispatch_threads.shutdown(wait=False, cancel_futures=True)
         for session, task in list(self._sessions.values()):
             session.closed = True
             task.cancel()
@@ -304,6 +310,7 @@ class FleetExecutor:
             client, scripts, s, spec, request,
             max_message_bytes=self.config.max_message_bytes,
             start_by_monotonic=admitted_at + s.queue_timeout_ms / 1000,
+            threads=RunThreads(self._dispatch_threads),
             target=None if target is None else (target, worker_key(s.key_prefix, target)),
         )
         try:

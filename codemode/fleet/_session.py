@@ -33,7 +33,7 @@ import redis.asyncio as aioredis
 from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
 
 from .. import _texts
-from .._dispatch import call_dispatch
+from .._dispatch import RunThreads, call_dispatch
 from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_from_data
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
@@ -101,6 +101,7 @@ class JobSession:
         *,
         max_message_bytes: int,
         start_by_monotonic: float,
+        threads: RunThreads,
         target: tuple[str, str] | None = None,
     ) -> None:
         self.client = client
@@ -111,6 +112,8 @@ class JobSession:
         self.keys = JobKeys.of(spec.key_prefix, spec.job_id)
         self.max_message_bytes = max_message_bytes
         self.start_by_monotonic = start_by_monotonic
+        self.threads = threads
+        """This job's share of the host's threads for sync dispatch calls."""
         self.target = target
         """``(worker id, its liveness key)`` when only that worker can take the job (an
         invocation): while queued, a missing key means the job will never start."""
@@ -130,6 +133,7 @@ class JobSession:
         try:
             return await self._loop()
         finally:
+            self.threads.shutdown(wait=False)
             for task in list(self._tasks):
                 task.cancel()
 
@@ -277,7 +281,7 @@ class JobSession:
     async def _serve_call(self, call: ToolCall) -> None:
         envelope = await call_dispatch(
             self.request.dispatch, call.provider, call.tool, call.args_json,
-            self.max_message_bytes,
+            self.max_message_bytes, self.threads,
         )
         await self._reply(ToolReply(call.call_id, envelope))
 
