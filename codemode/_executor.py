@@ -49,6 +49,7 @@ from ._pool import Pool
 from ._protocol import Call, Fetch, Invoke, Run
 from ._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
 from ._texts import ENTRY_FORM
+from ._turns import Turns
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
 __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
@@ -303,7 +304,7 @@ class IsolateExecutor:
             return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json,
                                        max_bytes, threads)
 
-        fetch_slots = asyncio.Semaphore(MAX_FETCHES_IN_FLIGHT)
+        fetch_slots = Turns(MAX_FETCHES_IN_FLIGHT)
 
         async def on_fetch(fetch: Fetch) -> str:
             async with fetch_slots:

@@ -16,7 +16,9 @@ from codemode import (
     OutboundResponse,
     SyncIsolateExecutor,
     allow_hosts,
+    memory_text,
     message_ceiling_text,
+    timeout_text,
 )
 
 
@@ -212,6 +214,25 @@ def test_thousands_of_requests_at_once_settle_inside_the_bound(executor: SyncIso
         timeout=20_000)
     assert outcome.error is None and outcome.result == 3000
     assert time.monotonic() - started < 21.5
+
+
+def test_requests_waiting_their_turn_leave_at_once_when_the_run_ends(
+        executor: SyncIsolateExecutor) -> None:
+    """Tens of thousands of requests in line when the clock ends the run: each leaves the
+    line in constant time (with asyncio.Semaphore, each scanned the line: 14 s to settle)."""
+    import asyncio
+    import time
+
+    async def slow(request: OutboundRequest) -> OutboundResponse:
+        await asyncio.sleep(30)
+        return OutboundResponse(200)
+
+    started = time.monotonic()
+    outcome = executor.execute(
+        "async () => { for (let i = 0; i < 40000; i++) fetch('https://api.example/').catch(() => 0); "
+        "await new Promise(() => {}) }", outbound=slow, timeout=3_000)
+    assert outcome.error in (timeout_text(3_000), memory_text(128)), outcome.error
+    assert time.monotonic() - started < 4.5
 
 
 OUTBOUND_TEXT = (

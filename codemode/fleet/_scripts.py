@@ -19,11 +19,12 @@ support Redis Cluster (the admission key lives in another slot).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Final
 
 import redis.asyncio as aioredis
+
+from .._turns import Turns
 
 __all__ = ["Admission", "ClaimResult", "FleetScripts", "SettleResult"]
 
@@ -155,7 +156,7 @@ class FleetScripts:
     """The scripts, registered on one client (redis-py reloads them after a Redis restart)."""
 
     def __init__(self, client: aioredis.Redis) -> None:
-        self._fan_out = asyncio.Semaphore(FAN_OUT_SLOTS)
+        self._fan_out = Turns(FAN_OUT_SLOTS)
         self._admit = client.register_script(_ADMIT)
         self._claim = client.register_script(_CLAIM)
         self._heartbeat = client.register_script(_HEARTBEAT)
