@@ -308,9 +308,10 @@ _FALSE: Final = ("0", "false", "no", "off")
 
 
 def _flag(name: str, raw: str) -> bool:
-    if raw.strip().lower() in _TRUE:
+    word = raw.strip().lower()
+    if word in _TRUE:
         return True
-    if raw.strip().lower() in _FALSE:
+    if word in _FALSE:
         return False
     raise SettingsError(f"{name} must be true or false (1/0, yes/no, on/off), got {raw!r}.")
 

@@ -75,19 +75,30 @@ def test_calls_cross_as_three_strings_and_undeclared_names_reach_dispatch(
     ]
 
 
+class InFlight:
+    """Counts the calls inside ``with``: how many are in now, and the most at once."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.now -= 1
+
+
 def test_promise_all_calls_run_concurrently_in_the_host(executor: SyncIsolateExecutor) -> None:
-    active = 0
-    peak = 0
-    lock = threading.Lock()
+    calls = InFlight()
 
     def dispatch(provider: str, tool: str, args_json: str) -> str:
-        nonlocal active, peak
-        with lock:
-            active += 1
-            peak = max(peak, active)
-        time.sleep(0.2)
-        with lock:
-            active -= 1
+        with calls:
+            time.sleep(0.2)
         return tool_result(json.loads(args_json)[0])
 
     started = time.monotonic()
@@ -98,7 +109,7 @@ def test_promise_all_calls_run_concurrently_in_the_host(executor: SyncIsolateExe
     )
     elapsed = time.monotonic() - started
     assert outcome.result == [1, 2, 3, 4, 5]
-    assert peak == 5
+    assert calls.peak == 5
     assert elapsed < 0.9  # five 200 ms calls, run side by side (generous on a busy machine)
 
 
@@ -107,18 +118,12 @@ def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
     starts 40 calls to a tool that blocks leaves room for another run's call (on the loop's
     shared default pool, 6 threads here, it waited until the first run's calls were done)."""
     release = threading.Event()
-    lock = threading.Lock()
-    blocked = peak = 0
+    slow = InFlight()
 
     def dispatch(provider: str, tool: str, args_json: str) -> str:
-        nonlocal blocked, peak
         if tool == "slow":
-            with lock:
-                blocked += 1
-                peak = max(peak, blocked)
-            release.wait(30)
-            with lock:
-                blocked -= 1
+            with slow:
+                release.wait(30)
         return tool_result(tool)
 
     providers = [{"name": "api", "tools": ["slow", "fast"]}]
@@ -129,12 +134,12 @@ def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
                 "async () => (await Promise.all(Array.from({ length: 40 }, () => api.slow())))"
                 ".length", providers=providers, dispatch=dispatch, timeout=30_000))
             deadline = time.monotonic() + 20
-            while peak < 16 and time.monotonic() < deadline:
+            while slow.peak < 16 and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             other = await ex.execute("async () => api.fast()", providers=providers,
                                      dispatch=dispatch, timeout=5_000)
             assert other.error is None and other.result == "fast"
-            assert blocked == 16, "the first run's calls still wait, 16 at a time"
+            assert slow.now == 16, "the first run's calls still wait, 16 at a time"
             release.set()
             assert (await fan_out).result == 40
 
@@ -142,7 +147,7 @@ def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
         asyncio.run(scenario())
     finally:
         release.set()
-    assert peak == 16
+    assert slow.peak == 16
 
 
 def test_async_dispatch_calls_overlap_as_well(executor: SyncIsolateExecutor) -> None:
