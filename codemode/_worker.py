@@ -61,6 +61,12 @@ STDERR_DRAIN_S = 1.0  # a dead child's stderr reaches EOF at once, unless it lef
 _decoder = msgspec.msgpack.Decoder(ChildMessage)
 
 
+def _says_out_of_memory(stderr: bytes | bytearray) -> bool:
+    """Whether the child's stderr holds V8's (or the allocator's) out-of-memory words."""
+    text = bytes(stderr).lower()
+    return b"out of memory" in text or b"allocation failed" in text
+
+
 class NeverStarted(Exception):
     """The child recycled before taking this run: hand it to another child."""
 
@@ -145,6 +151,7 @@ class Worker:
         self.alive = False
         self.recycling = False
         self.stderr_tail = bytearray()
+        self.said_out_of_memory = False
         self._stderr_read: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backstop: asyncio.TimerHandle | None = None
@@ -261,6 +268,10 @@ class Worker:
             if not chunk:
                 return
             self.stderr_tail += chunk
+            # V8's out-of-memory line comes first and its backtrace after: a long backtrace
+            # pushes the line out of the tail, so it is looked for before the tail is cut.
+            if not self.said_out_of_memory and _says_out_of_memory(self.stderr_tail):
+                self.said_out_of_memory = True
             if len(self.stderr_tail) > STDERR_TAIL_BYTES:
                 del self.stderr_tail[: len(self.stderr_tail) - STDERR_TAIL_BYTES]
 
@@ -502,8 +513,7 @@ class Worker:
         self.on_exit(self)
 
     def _oom_in_stderr(self) -> bool:
-        text = self.stderr_tail.decode("utf-8", "replace").lower()
-        return "out of memory" in text or "allocation failed" in text
+        return self.said_out_of_memory or _says_out_of_memory(self.stderr_tail)
 
     def _death_outcome(self, active: ActiveRun) -> Outcome:
         """A death the program caused and the model should read: out of memory, or wedged."""

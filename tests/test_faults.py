@@ -29,7 +29,7 @@ import time
 
 import pytest
 
-from codemode import Disposed, IsolateExecutor, SyncIsolateExecutor, WorkerCrashed
+from codemode import Disposed, IsolateExecutor, SyncIsolateExecutor, WorkerCrashed, memory_text
 
 from .conftest import child_pids
 
@@ -90,6 +90,14 @@ def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
             ex.execute("async () => 1")
         assert "sent a malformed message" in str(info.value)
         assert not info.value.started  # the garbage came before the child said Started
+
+
+def test_an_out_of_memory_death_with_a_long_backtrace_is_the_memory_text() -> None:
+    """V8 says "out of memory" first and prints its backtrace after: a backtrace longer than
+    the stderr tail the host keeps must not turn the memory text into a crash."""
+    env = dict(os.environ, CODEMODE_CHILD_FAULT="oom-long-trace")
+    with SyncIsolateExecutor(pool={"max_workers": 1}, child_env=env, memory_limit=64) as ex:
+        assert ex.execute("async () => 1").error == memory_text(64)
 
 
 def test_dispose_during_a_run_fails_the_run_and_the_line() -> None:

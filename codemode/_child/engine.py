@@ -27,6 +27,7 @@ import contextlib
 import itertools
 import json
 import struct
+import threading
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 # The layer under MiniRacer: bare contexts (see _new_context).
 from py_mini_racer._context import Context, ContextType
 from py_mini_racer._dll import init_mini_racer, mr_callback_func
+from py_mini_racer._exc import JSEvalException
 from py_mini_racer._objects import ObjectFactoryImpl
 from py_mini_racer._types import JSUndefined
 
@@ -46,6 +48,9 @@ _HEADER = 8
 _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
 _CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
+_MAX_HELD_FREES = 256
+"""Value handles held for a batched free at most (see :class:`Isolate`), so that a run that
+rings the bell a great many times without a call into the isolate holds little."""
 
 
 def _with_config(config_json: str) -> str:
@@ -66,17 +71,23 @@ def _runtime_parts() -> tuple[str, str]:
     return _RUNTIME
 
 
-async def _new_context(loop: asyncio.AbstractEventLoop) -> tuple[Any, Callable[[], None]]:
+async def _new_context(
+    loop: asyncio.AbstractEventLoop, guard: Callable[[], None]
+) -> tuple[Any, Callable[[], None]]:
     """A bare context and the function that frees it: mini-racer's ``_make_context``, with
     the isolate created on a thread. Creating an isolate is the largest single cost of a run
     (~1-2 ms of V8 deserializing its snapshot); done on the event loop's thread, it held up
-    a run that arrived meanwhile even when a prepared isolate was waiting for it."""
+    a run that arrived meanwhile even when a prepared isolate was waiting for it.
+
+    ``guard`` runs first in every callback, on the isolate's thread, while the program
+    waits for the callback to return."""
     dll = init_mini_racer(ignore_duplicate_init=True)
     contexts: list[Any] = []
 
     @mr_callback_func
     def callback(callback_id: int, raw_val_handle: Any) -> None:
         # Callbacks answer calls made after the context exists (none can come sooner).
+        guard()
         contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
 
     raw = ContextType(await asyncio.to_thread(dll.mr_init_context, callback))
@@ -90,14 +101,28 @@ async def _new_context(loop: asyncio.AbstractEventLoop) -> tuple[Any, Callable[[
 
 
 class Isolate:
-    """A fresh context with the runtime installed; used for exactly one run."""
+    """A fresh context with the runtime installed; used for exactly one run.
 
-    def __init__(self) -> None:
+    Value handles are freed in batches. mini-racer frees a handle by posting a task to the
+    isolate's thread, which wakes that thread when it is idle: two thread switches, for
+    each pump's result and each bell, that cost a tool call more than the call itself. So
+    a handle Python drops is held until the next call into the isolate is posted (the
+    thread is awake then) and freed right after it; a context's teardown frees what is
+    still held.
+    """
+
+    def __init__(self, out_of_room: Callable[[], bool] = lambda: False) -> None:
         self._stack = contextlib.ExitStack()
         self.ctx: Any = None
         self.on_bell: Callable[[], None] = lambda: None
         self.closed = False
         self._handles: list[Any] = []
+        self._held: list[Any] = []
+        self._out_of_room = out_of_room
+        self.out_of_room = False
+        """The process came too close to its data limit while this isolate ran: its run
+        ends with the memory text (see :meth:`_guard`)."""
+        self._in_flight: set[int] = set()
 
     async def prepare(
         self,
@@ -107,15 +132,18 @@ class Isolate:
         layout: dict[str, int],
     ) -> None:
         """Create the context and install the runtime (done while the child is idle)."""
-        self.ctx, free = await _new_context(loop)
+        self._loop_thread = threading.get_ident()
+        self.ctx, free = await _new_context(loop, self._guard)
         self._stack.callback(free)
         ctx = self.ctx
+        object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
         # Compiling the runtime is the long step (~1 ms): the engine thread does it while
         # this loop stays free for a run that arrives meanwhile (it takes another spare).
-        api: Any = await ctx.eval_cancelable(_with_config(config_json))
+        source = ctx._python_to_value_handle(_with_config(config_json))
+        api: Any = await self._task(ctx._dll.mr_eval, source.raw)
         # The isolate is idle and runs only our runtime: these two steps are synchronous.
         argv: Any = ctx.eval("[]")
         argv.append(bell)
@@ -124,7 +152,7 @@ class Isolate:
         self._api = ctx._python_to_value_handle(api)
         # The first call is the runtime's setup: it takes the bell and returns the channel.
         # Every later call passes the same argument array, which the runtime then ignores.
-        channel: Any = await ctx._run_cancelable_mr_task(
+        channel: Any = await self._task(
             ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw
         )
         self._control = channel[0:16]
@@ -144,12 +172,65 @@ class Isolate:
         del value_handle
         self.on_bell()
 
-    async def _call(self, op: int) -> Any:
+    def _guard(self) -> None:
+        """Before each callback from the isolate (a bell, a finished call): if the process
+        has come too close to its data limit, stop the program now, on its own thread,
+        before it allocates again. At the limit itself the engine can abort the process
+        over an allocation of its own, which would cost the run its memory text."""
+        try:
+            if self.out_of_room or not self._out_of_room():
+                return
+            self.out_of_room = True
+            for task_id in list(self._in_flight):
+                self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
+        except Exception:  # MemoryError at the limit, say: the 10 ms poll checks again
+            pass
+
+    def _hold(self, raw: Any) -> None:
+        """mini-racer's free for one value handle (called from any thread): held for later."""
+        held = self._held
+        held.append(raw)
+        if len(held) > _MAX_HELD_FREES and threading.get_ident() == self._loop_thread:
+            self._free_held()
+
+    def _free_held(self) -> None:
+        if self.closed:
+            return
+        held, self._held = self._held, []
+        free, raw_ctx = self.ctx._dll.mr_free_value, self.ctx._ctx
+        for raw in held:
+            free(raw_ctx, raw)
+
+    async def _task(self, method: Any, *args: Any) -> Any:
+        """mini-racer's cancelable task, minus two costs: held handles are freed once the
+        task is posted (the isolate's thread is awake for it), and a task that completed is
+        not cancelled afterwards (a no-op that still crosses into the library)."""
         ctx = self.ctx
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def done(val_handle: Any) -> None:
+            if future.cancelled():
+                return
+            try:
+                future.set_result(ctx._value_handle_to_python(val_handle))
+            except JSEvalException as exc:
+                future.set_exception(exc)
+
+        with ctx._register_cancelable_mr_task_callback(done) as callback_id:
+            task_id = method(ctx._ctx, *args, callback_id)
+            self._in_flight.add(task_id)
+            if self._held:
+                self._free_held()
+            try:
+                return await future
+            finally:
+                self._in_flight.discard(task_id)
+                if not future.done() or future.cancelled():
+                    ctx._dll.mr_cancel_task(ctx._ctx, task_id)
+
+    async def _call(self, op: int) -> Any:
         struct.pack_into("<i", self._control, 0, op)
-        return await ctx._run_cancelable_mr_task(
-            ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw
-        )
+        return await self._task(self.ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw)
 
     async def _write(self, text: str, then: int) -> Any:
         """Put ``text`` into the inbound buffer (in as many feeds as it needs), then call."""
@@ -230,6 +311,7 @@ class Isolate:
         if not self.closed:
             self.closed = True
             self._handles = []
+            self._held = []  # the context's teardown frees them
             for name in ("_control", "_inbound", "_journal", "_sync"):
                 setattr(self, name, memoryview(b""))
             self._stack.close()

@@ -96,19 +96,47 @@ def _layout() -> dict[str, int]:
 
 LAYOUT = _layout()
 FAULT = os.environ.get("CODEMODE_CHILD_FAULT", "")
-"""Fault injection for the pool's own tests (``garbage-frame``); empty in production."""
+"""Fault injection for the pool's own tests (``garbage-frame``, ``oom-long-trace``); empty in
+production."""
 
 
 _STATM: int | None = None
 
 
-def _rss_bytes() -> int:
-    """The child's resident memory. Read a few times per run and every 10 ms while one is
-    running, so the file stays open (a ``pread`` instead of open, read and close)."""
+def _statm(field: int) -> int:
+    """One field of ``/proc/self/statm``, in bytes. Read a few times per run and every 10 ms
+    while one is running, so the file stays open (a ``pread`` instead of open, read, close)."""
     global _STATM
     if _STATM is None:
         _STATM = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-    return int(os.pread(_STATM, 128, 0).split()[1]) * _PAGE
+    return int(os.pread(_STATM, 128, 0).split()[field]) * _PAGE
+
+
+def _rss_bytes() -> int:
+    """The child's resident memory."""
+    return _statm(1)
+
+
+def _data_bytes() -> int:
+    """The child's data segment: the writable private memory ``RLIMIT_DATA`` counts, touched
+    or not (untouched ArrayBuffers are here, not in the resident memory)."""
+    return _statm(5)
+
+
+def data_limit_bytes(memory_limit_mb: int) -> int:
+    """The child's ``RLIMIT_DATA``. V8 needs about 1 GB of data segment to start (a child
+    with its spare isolates measured ~570 MB); the heap bound comes on top, twice over for
+    ArrayBuffers."""
+    return (1024 + 2 * memory_limit_mb) * MB
+
+
+DATA_HEADROOM = 96 * MB
+"""A run whose process comes this close to its data limit ends with the memory text.
+Right at the limit every allocation fails, and some of the engine's (an allocator's
+bookkeeping, a garbage collection's copy) abort the whole process, often with nothing on
+stderr: the host could only report a crash. A program gets there by holding untouched
+ArrayBuffers until allocation fails (the limit then lies less than one buffer away), so
+the headroom is larger than the buffers such a loop takes in one step."""
 
 
 def _malloc_trim() -> None:
@@ -243,6 +271,7 @@ class Child:
         starts meanwhile (see quiet)."""
         self.run: RunState | None = None
         self.rss_limit = 0
+        self.data_alarm = data_limit_bytes(memory_limit_mb) - DATA_HEADROOM
         self.baseline_rss = 0
         self.residue_limit = 0
         self.stdlib_modules: dict[str, list[str]] = {}
@@ -354,9 +383,12 @@ class Child:
     async def new_isolate(self) -> Any:
         from .engine import Isolate
 
-        isolate = Isolate()
+        isolate = Isolate(self.near_data_limit)
         await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB, LAYOUT)
         return isolate
+
+    def near_data_limit(self) -> bool:
+        return _data_bytes() > self.data_alarm
 
     def prepare_spare(self) -> None:
         """Refill the stock of prepared isolates, one preparation at a time, between runs."""
@@ -441,6 +473,12 @@ class Child:
         self.check_clock(state)
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
         self.send(Started(msg.run_id))
+        if FAULT == "oom-long-trace":
+            # V8's fatal out-of-memory as it looks with a deep stack: the line that says
+            # so first, then a backtrace longer than the tail the host keeps of stderr.
+            trace = "".join(f"    libmini_racer.so(v8::internal::Frame{i}+0x{i:x})\n" for i in range(600))
+            os.write(2, f"\n#\n# Fatal JavaScript out of memory: Scavenger\n#\n{trace}".encode())
+            os.kill(os.getpid(), signal.SIGTRAP)
         state.start_task = asyncio.ensure_future(begin(payload))
         state.start_task.add_done_callback(lambda t: self._start_done(state, t))
         await state.finished.wait()
@@ -472,7 +510,8 @@ class Child:
         """Whether a failure is the run's memory running out: the isolate's heap bound, or
         this process's data limit met by Python itself (a program that holds the process's
         address space in untouched buffers leaves no room for the text it sends)."""
-        return isinstance(exc, MemoryError) or state.isolate.memory_limit_reached()
+        isolate = state.isolate
+        return isinstance(exc, MemoryError) or isolate.out_of_room or isolate.memory_limit_reached()
 
     def finish_out_of_memory(self, state: RunState) -> None:
         self.finish(state, "memory", error=_texts.memory_text(self.memory_limit_mb))
@@ -491,6 +530,9 @@ class Child:
         """The bell rang: act on what the isolate wrote, right in the bell's callback (no
         isolate call is needed for that), and wake the pump loop only if the isolate has to
         be called: replies to deliver, or an outbox to drain once the journal is full."""
+        if state.isolate.out_of_room:
+            self.finish_out_of_memory(state)
+            return
         if self.read_journal_into(state) and (state.inbox or state.isolate.journal_full()):
             self.wake_pump(state)
 
@@ -652,7 +694,8 @@ class Child:
         """Every MEMORY_POLL_S while the run lasts: the heap flag and the process RSS."""
         if state.done:
             return
-        if state.isolate.memory_limit_reached() or _rss_bytes() > self.rss_limit:
+        if (state.isolate.memory_limit_reached() or state.isolate.out_of_room
+                or _rss_bytes() > self.rss_limit or _data_bytes() > self.data_alarm):
             self.finish_out_of_memory(state)
             return
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
@@ -842,7 +885,7 @@ def main(argv: list[str]) -> None:
     os.dup2(2, 1)
     # The process backstop: oversized ArrayBuffers fail inside V8 instead of taking the
     # machine. V8 needs about 1 GB of data segment to start; the heap bound comes on top.
-    data_limit = (1024 + 2 * memory_limit_mb) * MB
+    data_limit = data_limit_bytes(memory_limit_mb)
     resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
     from py_mini_racer import init_mini_racer
 
