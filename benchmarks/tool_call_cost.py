@@ -62,7 +62,8 @@ async def main(runs: int) -> None:
         wall, host1 = time.perf_counter() - t0, os.times()
         n = runs * CALLS
         host = (host1.user + host1.system) - (host0.user + host0.system)
-        print(f"{n} calls: wall {wall / n * 1e6:.0f} us/call, child CPU {(cpu_s(pid) - cpu0) / n * 1e6:.0f} us, "
+        child = cpu_s(pid) - cpu0
+        print(f"{n} calls: wall {wall / n * 1e6:.0f} us/call, child CPU {child / n * 1e6:.0f} us, "
               f"host CPU {host / n * 1e6:.0f} us, child thread switches {(switches(pid) - sw0) / n:.1f}/call")
 
 
