@@ -4,6 +4,7 @@
     python benchmarks/bench.py --reference      # interleaved with benchmarks/reference (Node + isolated-vm)
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
     python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
+    python benchmarks/bench.py --tool-call-cost # CPU and thread switches one tool call costs
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import json
 import os
 import signal
@@ -222,6 +224,41 @@ async def cpu_per_run(n: int) -> dict[str, Any]:
             "child_cpu_ms_per_run": child_ms}
 
 
+def _switches(pid: int) -> int:
+    """Context switches of a process's live threads (ended threads are not counted)."""
+    total = 0
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            with open(status) as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+        except FileNotFoundError:
+            pass  # the thread ended meanwhile
+    return total
+
+
+async def tool_call_cost(runs: int) -> dict[str, Any]:
+    """What one relayed tool call costs: wall time, the child's and the host's CPU, and the
+    child's thread switches, over ``runs`` chains of 200 sequential calls on one child.
+    Switch counts are steadier than times on a shared machine: compare variants with them
+    first. A run's isolate thread ends with the run, so its own switches are not counted."""
+    program = PROGRAMS["toolrt"]
+    kwargs = {"providers": _providers(program), "dispatch": dispatch, "timeout": program["timeout"]}
+    async with IsolateExecutor(pool={"max_workers": 1}) as ex:
+        for _ in range(5):
+            await ex.execute(program["code"], **kwargs)
+        [pid] = ex.worker_pids
+        cpu, switches, host, started = _cpu_s(pid), _switches(pid), time.process_time(), time.perf_counter()
+        for _ in range(runs):
+            outcome = await ex.execute(program["code"], **kwargs)
+            assert outcome.error is None, outcome.error
+        wall = time.perf_counter() - started
+        n = runs * 200
+        return {"calls": n, "wall_us_per_call": wall / n * 1e6,
+                "child_cpu_us_per_call": (_cpu_s(pid) - cpu) / n * 1e6,
+                "host_cpu_us_per_call": (time.process_time() - host) / n * 1e6,
+                "child_switches_per_call": (_switches(pid) - switches) / n}
+
+
 def reference(scenario: str, n: int | None = None) -> dict[str, Any]:
     cmd = ["node", str(HERE / "reference" / "bench.js"), "--scenario", scenario, "--workers", str(WORKERS)]
     if n is not None:
@@ -269,10 +306,18 @@ def main() -> None:
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
     parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
     parser.add_argument("--cpu-per-run", action="store_true", help="CPU a trivial run costs")
+    parser.add_argument("--tool-call-cost", action="store_true", help="CPU and switches per tool call")
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     args = parser.parse_args()
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
+    if args.tool_call_cost:
+        cost = asyncio.run(tool_call_cost(40))
+        (out_dir / "tool_call_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
+        print(f"{cost['calls']} calls: wall {cost['wall_us_per_call']:.0f} us/call, child CPU "
+              f"{cost['child_cpu_us_per_call']:.0f} us, host CPU {cost['host_cpu_us_per_call']:.0f} us, "
+              f"child thread switches {cost['child_switches_per_call']:.1f}/call")
+        return
     if args.cpu_per_run:
         cpu = asyncio.run(cpu_per_run(max(args.n, 2000)))
         (out_dir / "cpu_per_run.json").write_text(json.dumps({"machine": machine(), **cpu}, indent=2))

@@ -504,7 +504,7 @@ class Worker:
                     # The child died before it said Started (while disposing the last
                     # isolate, or recycling): no program code of this run ran.
                     active.future.set_exception(NeverStarted())
-                elif active.timed_out or self._oom_in_stderr():
+                elif active.timed_out or self.said_out_of_memory:
                     active.future.set_result(self._death_outcome(active))
                 else:
                     active.future.set_exception(self._death_fault(returncode, reason, active.started))
@@ -512,12 +512,9 @@ class Worker:
         self.cpu = None
         self.on_exit(self)
 
-    def _oom_in_stderr(self) -> bool:
-        return self.said_out_of_memory or _says_out_of_memory(self.stderr_tail)
-
     def _death_outcome(self, active: ActiveRun) -> Outcome:
         """A death the program caused and the model should read: out of memory, or wedged."""
-        if self._oom_in_stderr():
+        if self.said_out_of_memory:
             return Outcome(error=_texts.memory_text(self.settings.memory_limit_mb))
         return Outcome(error=_texts.timeout_text(active.msg.timeout_ms))
 

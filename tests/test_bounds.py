@@ -126,14 +126,18 @@ def test_a_bomb_that_follows_a_run_meets_its_memory_bound_not_a_crash() -> None:
             assert ex.execute(bomb).error == memory_text(128)
 
 
+FILL_DATA_LIMIT = "const keep = []; try { for (;;) keep.push(new ArrayBuffer(64 << 20)) } catch {}"
+"""Untouched buffers (address space, not resident memory) until the data limit refuses one."""
+FLOOD_AT_DATA_LIMIT = (f"async () => {{ {FILL_DATA_LIMIT}; for (let i = 0; i < 2000; i++) "
+                       "console.log('y'.repeat(10000)); return keep.length }")
+
+
 def test_logs_sent_at_the_data_limit_end_the_run_with_its_memory_text() -> None:
     """A program that keeps the process's address space in untouched buffers, then floods
     its logs: the text that has to cross can find no memory in the child's Python either.
     That must end the run at once with the memory text, not leave it waiting for its clock."""
-    fill = "const keep = []; try { for (;;) keep.push(new ArrayBuffer(64 << 20)) } catch {}"
-    holder = f"async () => {{ {fill}; await api.echo('x'.repeat(100000)); return keep.length }}"
-    flood = (f"async () => {{ {fill}; for (let i = 0; i < 2000; i++) console.log('y'.repeat(10000)); "
-             "return keep.length }")
+    holder = f"async () => {{ {FILL_DATA_LIMIT}; await api.echo('x'.repeat(100000)); return keep.length }}"
+    flood = FLOOD_AT_DATA_LIMIT
     providers = [{"name": "api", "tools": ["echo"]}]
     with SyncIsolateExecutor(memory_limit=128, pool={"max_workers": 1}, timeout=20_000) as ex:
         for code in (holder, flood, flood, flood, flood):
@@ -152,14 +156,11 @@ def test_a_run_that_fills_the_data_limit_ends_with_the_memory_text_not_a_crash(
     limit itself the engine aborts the process over its own allocations (a crash with
     nothing on stderr, 3 runs in 10 here before the child watched its data segment). The
     child stops such a run first, with the memory text, and recycles."""
-    fill = "const keep = []; try { for (;;) keep.push(new ArrayBuffer(64 << 20)) } catch {}"
-    flood = (f"async () => {{ {fill}; for (let i = 0; i < 2000; i++) console.log('y'.repeat(10000)); "
-             "return keep.length }")
     with caplog.at_level(logging.WARNING, logger="codemode.pool"):
         with SyncIsolateExecutor(memory_limit=128, pool={"max_workers": 1}, timeout=20_000) as ex:
             for _ in range(4):
                 assert ex.execute("async () => 1").result == 1
-                assert ex.execute(flood).error == memory_text(128)
+                assert ex.execute(FLOOD_AT_DATA_LIMIT).error == memory_text(128)
     assert not [r for r in caplog.records if "unexpectedly" in r.getMessage()]
 
 

@@ -111,14 +111,15 @@ class Isolate:
     still held.
     """
 
-    def __init__(self, out_of_room: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, near_data_limit: Callable[[], bool] = lambda: False) -> None:
         self._stack = contextlib.ExitStack()
         self.ctx: Any = None
         self.on_bell: Callable[[], None] = lambda: None
         self.closed = False
         self._handles: list[Any] = []
         self._held: list[Any] = []
-        self._out_of_room = out_of_room
+        self._near_data_limit = near_data_limit
+        self._loop_thread = threading.get_ident()
         self.out_of_room = False
         """The process came too close to its data limit while this isolate ran: its run
         ends with the memory text (see :meth:`_guard`)."""
@@ -132,7 +133,6 @@ class Isolate:
         layout: dict[str, int],
     ) -> None:
         """Create the context and install the runtime (done while the child is idle)."""
-        self._loop_thread = threading.get_ident()
         self.ctx, free = await _new_context(loop, self._guard)
         self._stack.callback(free)
         ctx = self.ctx
@@ -178,7 +178,7 @@ class Isolate:
         before it allocates again. At the limit itself the engine can abort the process
         over an allocation of its own, which would cost the run its memory text."""
         try:
-            if self.out_of_room or not self._out_of_room():
+            if self.out_of_room or not self._near_data_limit():
                 return
             self.out_of_room = True
             for task_id in list(self._in_flight):

@@ -388,6 +388,7 @@ class Child:
         return isolate
 
     def near_data_limit(self) -> bool:
+        """Whether this process is within DATA_HEADROOM of its data limit."""
         return _data_bytes() > self.data_alarm
 
     def prepare_spare(self) -> None:
@@ -695,7 +696,7 @@ class Child:
         if state.done:
             return
         if (state.isolate.memory_limit_reached() or state.isolate.out_of_room
-                or _rss_bytes() > self.rss_limit or _data_bytes() > self.data_alarm):
+                or _rss_bytes() > self.rss_limit or self.near_data_limit()):
             self.finish_out_of_memory(state)
             return
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
