@@ -7,9 +7,10 @@ the host that enqueued the job, on that job's reply channel in Redis, while the 
 
 Layout::
 
-    _client.py     FleetExecutor: validate, admit, publish, wait
+    _client.py     FleetExecutor: validate, admit and enqueue, wait
     _session.py    the host's side of one job (reply channel, dispatch, policy, liveness)
-    _producer.py   publishing through Celery's send_task
+    _producer.py   a job's Celery task message (the admission script enqueues it)
+    _clock.py      Redis time as the host estimates it (a job's start-by time)
     _heartbeat.py  the host's heartbeat key
     _jobrunner.py  the worker's side of one job (claim, lease, relay); liveness keys
     _handles.py    retained handles: the host's table, the worker's table and routes

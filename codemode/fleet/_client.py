@@ -7,9 +7,10 @@ Moving from :class:`codemode.IsolateExecutor` changes the constructor and no cal
 
 One ``execute``::
 
-    validate (INVALID_REQUEST) ─▶ admit in Redis (QUEUE_FULL, nothing enqueued)
-      ─▶ publish to Celery with ``expires`` ─▶ JobSession.wait(): serve tool calls and
-      outbound hops from the up channel until Finished (the Outcome) or a fault
+    validate (INVALID_REQUEST) ─▶ build the job's Celery message (with ``expires``)
+      ─▶ admit and enqueue it in one script (QUEUE_FULL: nothing enqueued)
+      ─▶ JobSession.wait(): serve tool calls and outbound hops from the up channel until
+         Finished (the Outcome) or a fault
 
 Every job of this executor shares one ``redis.asyncio`` connection pool and one host
 heartbeat key; the dispatch and the outbound policy run here, in the host, never in a worker.
@@ -57,11 +58,12 @@ from .._faults import (
 from .._handles import plain_request
 from .._outcome import Outcome
 from .._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
+from ._clock import RedisClock
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import HostHandle, HostHandles, worker_gone_text
 from ._heartbeat import HostHeartbeat
 from ._keys import admission_key, host_key, worker_key, worker_queue
-from ._producer import CeleryProducer
+from ._producer import CeleryMessages, queue_key
 from ._scripts import FAN_OUT_SLOTS, FleetScripts
 from ._session import JobSession
 from ._wire import HANDLES_SCHEMA_VERSION, JOB_SCHEMA_VERSION, JobSpec, Network
@@ -158,7 +160,8 @@ class FleetExecutor:
         self.host_id = uuid.uuid4().hex
         self._client: aioredis.Redis | None = None
         self._scripts: FleetScripts | None = None
-        self._producer: CeleryProducer | None = None
+        self._producer: CeleryMessages | None = None
+        self._clock = RedisClock()
         self._heartbeat: HostHeartbeat | None = None
         self._start_lock: asyncio.Lock | None = None
         self._sessions: dict[str, tuple[JobSession, asyncio.Task[Outcome]]] = {}
@@ -192,16 +195,13 @@ class FleetExecutor:
             await asyncio.wait(list(self._housekeeping), timeout=3.0)
         if self._heartbeat is not None:
             await self._heartbeat.stop()
-        if self._producer is not None:
-            with contextlib.suppress(Exception):
-                await self._producer.close()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
 
     dispose = aclose
 
-    async def _ensure_started(self) -> tuple[aioredis.Redis, FleetScripts, CeleryProducer]:
+    async def _ensure_started(self) -> tuple[aioredis.Redis, FleetScripts, CeleryMessages]:
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
@@ -217,11 +217,12 @@ class FleetExecutor:
                                           self.settings.host_ttl_ms)
                 try:
                     await heartbeat.start()
+                    await self._clock.sync(self._client)
                 except BROKER_ERRORS as exc:
                     raise broker_unreachable(exc, doing="connecting", started=False) from None
                 self._heartbeat = heartbeat
             if self._producer is None:
-                self._producer = CeleryProducer(self.settings)
+                self._producer = CeleryMessages(self.settings)
             return self._client, self._scripts, self._producer
 
     # ---- execute --------------------------------------------------------------------
@@ -281,49 +282,46 @@ class FleetExecutor:
 
     async def _submit(self, request: ResolvedRequest, queue: str, fields: dict[str, Any], *,
                       target: str | None = None) -> tuple[JobSession, Outcome]:
-        """Admit one job, publish it to ``queue`` and wait for its outcome. ``target`` names
-        the one worker that consumes ``queue`` (an invocation or a release)."""
+        """Admit one job onto ``queue`` and wait for its outcome. ``target`` names the one
+        worker that consumes ``queue`` (an invocation or a release)."""
         client, scripts, producer = await self._ensure_started()
         s = self.settings
-        job_id = uuid.uuid4().hex
+        spec = JobSpec(
+            job_id=uuid.uuid4().hex,
+            host_id=self.host_id,
+            key_prefix=s.key_prefix,
+            start_by_ms=self._clock.now_ms() + s.queue_timeout_ms,
+            **fields,
+        )
+        message = producer.build(spec, queue=queue,
+                                 expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
+        session = JobSession(
+            client, scripts, s, spec, request,
+            max_message_bytes=self.config.max_message_bytes,
+            start_by_monotonic=time.monotonic() + s.queue_timeout_ms / 1000,
+            threads=RunThreads(self._dispatch_threads),
+            target=None if target is None else (target, worker_key(s.key_prefix, target)),
+        )
         try:
             admission = await scripts.admit(
-                admission_key(s.key_prefix), host_key(s.key_prefix, self.host_id), job_id,
-                limit=s.fleet_max_jobs, hold_ms=s.queue_timeout_ms + s.key_ttl_ms,
-                host_ttl_ms=s.host_ttl_ms)
+                admission_key(s.key_prefix), host_key(s.key_prefix, self.host_id),
+                queue_key(queue), spec.job_id, message, limit=s.fleet_max_jobs,
+                hold_ms=s.queue_timeout_ms + s.key_ttl_ms, host_ttl_ms=s.host_ttl_ms)
         except BROKER_ERRORS as exc:
+            # The script may have run and only its answer been lost: make sure the job
+            # never starts (best effort: a Redis that is gone cannot be told anything).
+            self._background(session.withdraw("The job could not be admitted."))
             raise broker_unreachable(exc, doing="admitting the job", started=False) from None
+        except asyncio.CancelledError:
+            # The message may have gone out: make sure the job never starts.
+            self._background(session.abandon("The caller stopped waiting for this run."))
+            raise
+        self._clock.observe(admission.now_ms)
         if not admission.admitted:
             raise QueueFull(
                 f"The fleet already holds {admission.count} queued or running jobs "
                 f"(fleet_max_jobs={s.fleet_max_jobs}); nothing was enqueued. Retry later or "
                 "raise the bound.")
-        admitted_at = time.monotonic()
-        spec = JobSpec(
-            job_id=job_id,
-            host_id=self.host_id,
-            key_prefix=s.key_prefix,
-            start_by_ms=admission.now_ms + s.queue_timeout_ms,
-            **fields,
-        )
-        session = JobSession(
-            client, scripts, s, spec, request,
-            max_message_bytes=self.config.max_message_bytes,
-            start_by_monotonic=admitted_at + s.queue_timeout_ms / 1000,
-            threads=RunThreads(self._dispatch_threads),
-            target=None if target is None else (target, worker_key(s.key_prefix, target)),
-        )
-        try:
-            await producer.send(spec, queue=queue,
-                                expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
-        except BROKER_ERRORS as exc:
-            session.settled = True
-            await session.cleanup()
-            raise broker_unreachable(exc, doing="enqueueing the job", started=False) from None
-        except asyncio.CancelledError:
-            # The message may have gone out: make sure the job never starts.
-            self._background(session.abandon("The caller stopped waiting for this run."))
-            raise
         return session, await self._wait(session)
 
     # ---- handles --------------------------------------------------------------------

@@ -5,7 +5,8 @@ deadlines. Each script touches one job's keys plus a fleet-wide key; the fleet d
 support Redis Cluster (the admission key lives in another slot).
 
 * ``admit``: the fleet-wide bound. Drop lapsed slots, refuse past ``limit``, else take one
-  (and refresh the host's heartbeat).
+  and enqueue the job's Celery message (and refresh the host's heartbeat): an admitted job
+  is always queued, a refused one never (see ``_producer.py``).
 * ``claim``: a worker's first act on a job. The first writer of the claim key wins; a job
   past its start-by time, or whose host is gone, is marked and never started.
 * ``heartbeat``: a running job's lease, its keys' expiries, its admission slot; answers
@@ -34,7 +35,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
 _ADMIT: Final = _NOW + """
--- KEYS: admission, host   ARGV: job_id, limit, hold_ms, host_ttl_ms
+-- KEYS: admission, host, queue   ARGV: job_id, limit, hold_ms, host_ttl_ms, message
 -- The host's heartbeat is refreshed with every admission, so a worker never finds the
 -- host of a job it was just handed gone (after a Redis restart, say).
 redis.call('SET', KEYS[2], '1', 'PX', tonumber(ARGV[4]))
@@ -44,6 +45,7 @@ if n >= tonumber(ARGV[2]) then return {0, now, n} end
 local hold = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], now + hold, ARGV[1])
 if redis.call('PTTL', KEYS[1]) < hold then redis.call('PEXPIRE', KEYS[1], hold) end
+redis.call('LPUSH', KEYS[3], ARGV[5])
 return {1, now, n + 1}
 """
 
@@ -164,11 +166,13 @@ class FleetScripts:
         self._push = client.register_script(_PUSH)
         self._finish = client.register_script(_FINISH)
 
-    async def admit(self, admission: str, host: str, job_id: str, *, limit: int, hold_ms: int,
-                    host_ttl_ms: int) -> Admission:
+    async def admit(self, admission: str, host: str, queue: str, job_id: str, message: bytes, *,
+                    limit: int, hold_ms: int, host_ttl_ms: int) -> Admission:
+        """Take a slot for ``job_id`` and push ``message`` onto the list ``queue``, or refuse
+        (nothing pushed) when ``limit`` jobs already hold one."""
         async with self._fan_out:
-            ok, now, count = await self._admit(keys=[admission, host],
-                                               args=[job_id, limit, hold_ms, host_ttl_ms])
+            ok, now, count = await self._admit(keys=[admission, host, queue],
+                                               args=[job_id, limit, hold_ms, host_ttl_ms, message])
         return Admission(bool(ok), int(now), int(count))
 
     async def claim(

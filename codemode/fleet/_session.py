@@ -309,6 +309,12 @@ class JobSession:
                     await push(self.scripts, self.keys.down, encode(Cancel(reason)),
                                ttl_ms=self.settings.key_ttl_ms)
 
+    async def withdraw(self, reason: str) -> None:
+        """The admission failed on this side (its answer was lost, say), so the job may
+        still have been queued: make sure it never starts, and free what it may hold."""
+        await self.abandon(reason)
+        await self.cleanup()
+
     async def cleanup(self) -> None:
         """When the job was not settled (the caller left, or a fault on this side): free the
         admission slot and delete the channel now, not when their keys expire."""

@@ -238,10 +238,11 @@ async def test_finish_sends_the_outcome_frees_the_slot_and_drops_the_lease(on_re
 @pytest.mark.anyio
 async def test_admission_lapses_slots_of_jobs_nobody_finished(on_redis: OnRedis) -> None:
     client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
-    key, host = admission_key(prefix), host_key(prefix, "h")
+    key, host, queue = admission_key(prefix), host_key(prefix, "h"), f"{prefix}:queue"
 
     async def admit(job: str) -> bool:
-        result = await scripts.admit(key, host, job, limit=1, hold_ms=300, host_ttl_ms=1000)
+        result = await scripts.admit(key, host, queue, job, f"message {job}".encode(), limit=1,
+                                     hold_ms=300, host_ttl_ms=1000)
         return result.admitted
 
     assert await admit("a")
@@ -250,6 +251,8 @@ async def test_admission_lapses_slots_of_jobs_nobody_finished(on_redis: OnRedis)
     assert await admit("c")
     assert 0 < await client.pttl(key) <= 300
     assert 0 < await client.pttl(host) <= 1000
+    # An admitted job's message is queued in the same step; a refused one's never is.
+    assert await client.lrange(queue, 0, -1) == [b"message c", b"message a"]
 
 
 def test_public_names() -> None:
