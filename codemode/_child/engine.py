@@ -17,7 +17,7 @@ mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every co
 build contexts from the layer under it and install our runtime instead.
 
 Preparing an isolate is most of a trivial run's cost, so its steps are counted: one script
-evaluation (the runtime, parsed once: see runtime.js), one argument array, one call.
+evaluation (the runtime, parsed once: see runtime.js, whose value is the argument array), one call.
 """
 
 from __future__ import annotations
@@ -143,15 +143,17 @@ class Isolate:
         # Compiling the runtime is the long step (~1 ms): the engine thread does it while
         # this loop stays free for a run that arrives meanwhile (it takes another spare).
         source = ctx._python_to_value_handle(_with_config(config_json))
-        api: Any = await self._task(ctx._dll.mr_eval, source.raw)
-        # The isolate is idle and runs only our runtime: these two steps are synchronous.
-        argv: Any = ctx.eval("[]")
+        # The runtime's value is the argument array of every call: [api].
+        argv: Any = await self._task(ctx._dll.mr_eval, source.raw)
+        # The isolate is idle and runs only our runtime: these two steps are synchronous
+        # (each costs a fifth of what a second evaluation did).
+        api: Any = argv[0]
         argv.append(bell)
         self._argv = ctx._python_to_value_handle(argv)
         self._this = ctx._python_to_value_handle(JSUndefined)
         self._api = ctx._python_to_value_handle(api)
-        # The first call is the runtime's setup: it takes the bell and returns the channel.
-        # Every later call passes the same argument array, which the runtime then ignores.
+        # The first call is the runtime's setup, api(api, bell): it takes the bell and
+        # returns the channel. Every later call passes the same array, which it ignores.
         channel: Any = await self._task(
             ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw
         )

@@ -683,14 +683,16 @@
   // Python writes an operation code into the control word, then calls this with no
   // arguments (a call that needs no argument array never waits for a busy isolate).
   const operations = [null, start, pump, feed, invoke];
-  // The first call is the setup: it takes the bell and returns the channel. Later calls
-  // get the same argument array and ignore it.
-  const api = (function api(ringBell) {
+  // The script's value is the argument array of every call: [api]. Python takes api out
+  // of it and appends the bell, so the first call, the setup, gets (api, bell): it takes
+  // the bell and returns the channel. Later calls get the same array and ignore it. (One
+  // array from the script saves the isolate a second evaluation, `[]`, per preparation.)
+  const api = (function api(self, ringBell) {
     if (bell === null) {
       bell = ringBell;
       return channel;
     }
     return operations[control[0]]();
   });
-  api;  // the script's value
+  [api];  // the script's value
 }
