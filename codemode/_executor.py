@@ -76,13 +76,13 @@ def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
     if isinstance(pool, PoolConfig):
         return pool
     if isinstance(pool, Mapping):
-        unknown = set(pool) - {"max_workers", "max_queue", "pin_cpus"}
+        unknown = set(pool) - {"max_workers", "max_queue", "pin_cpus", "standby"}
         if unknown:
             raise InvalidRequest(
-                f"pool takes max_workers, max_queue and pin_cpus, not {sorted(unknown)}.")
+                f"pool takes max_workers, max_queue, pin_cpus and standby, not {sorted(unknown)}.")
         return PoolConfig(**pool)
     raise InvalidRequest(
-        "pool must be a PoolConfig or a mapping with max_workers/max_queue/pin_cpus.")
+        "pool must be a PoolConfig or a mapping with max_workers/max_queue/pin_cpus/standby.")
 
 
 class IsolateExecutor:
@@ -175,6 +175,12 @@ class IsolateExecutor:
     def worker_pids(self) -> list[int]:
         """The pids of the live children (empty before the first execute)."""
         return [] if self._pool is None else self._pool.worker_pids()
+
+    @property
+    def standby_pid(self) -> int | None:
+        """The pid of the standby child waiting to replace one that exits (``pool.standby``),
+        if one is waiting now."""
+        return None if self._pool is None else self._pool.standby_pid()
 
     def _ensure_pool(self) -> Pool:
         if self._disposed:
@@ -412,6 +418,10 @@ class SyncIsolateExecutor:
     @property
     def worker_pids(self) -> list[int]:
         return self._async.worker_pids
+
+    @property
+    def standby_pid(self) -> int | None:
+        return self._async.standby_pid
 
     def dispose(self) -> None:
         if self._closed:

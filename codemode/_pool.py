@@ -7,10 +7,19 @@
                   │ line full: QUEUE_FULL at once, nothing ran
     Done ─▶ worker idle ─▶ next caller in line
     child exits (crash, kill, planned recycle) ─▶ its run alone fails ─▶ slot respawned
+                                                   (the standby child adopted: ~10 ms)
 
 Slots are numbered from 1; a replacement keeps its slot's number, so "Worker 1" in a
 fault names the same place across restarts. The first ``acquire`` starts every slot; the
 pool stays warm until ``close``.
+
+With ``pool.standby`` (the default) the pool also keeps one standby child once its slots
+are full: started with V8 loaded, holding no isolate, pinned to no core, serving nothing.
+A slot whose child exits adopts it (its slot and core travel in ``Adopt``; it prepares
+and answers Ready), and a new standby starts in the background. Starting a child is
+~100 ms of interpreter, imports and engine; adopting one is the isolate preparation
+alone. A standby that dies is not a fault (no caller had it): the next replacement
+starts a child from scratch and a standby after it.
 """
 
 from __future__ import annotations
@@ -59,6 +68,9 @@ class Pool:
         self._waiters: deque[asyncio.Future[Worker]] = deque()
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._standby: Worker | None = None
+        """The spare child a slot adopts when its own exits (``pool.standby``)."""
+        self._standby_starting = False
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # ---- workers ------------------------------------------------------------------
@@ -67,21 +79,35 @@ class Pool:
         for slot, worker in self._slots.items():
             if worker is None and slot not in self._starting and not self._closed:
                 self._starting.add(slot)
-                task = asyncio.ensure_future(self._spawn(slot))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._background(self._spawn(slot))
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _spawn(self, slot: int) -> None:
-        worker = Worker(slot, self.settings, self._on_exit, self._offer)
-        self._spawning.add(worker)
+        standby, self._standby = self._standby, None
+        if standby is not None and standby.alive:
+            worker = standby
+            self._spawning.add(worker)
+        else:
+            worker = Worker(slot, self.settings, self._on_exit, self._offer)
+            self._spawning.add(worker)
         try:
-            await worker.start()
-            if worker.pid is not None:
-                _LIVE_PIDS.add(worker.pid)
+            if worker is standby:
+                worker.adopt(slot)
+            else:
+                await worker.start()
+                if worker.pid is not None:
+                    _LIVE_PIDS.add(worker.pid)
             await worker.wait_ready()
         except ExecutorError as exc:
             self._spawning.discard(worker)
             await worker.wait_exit(2.0)
+            if worker is standby and not self._closed:
+                await self._spawn(slot)  # the standby died before it was ready: start cold
+                return
             self._starting.discard(slot)
             self._fail_one_waiter(exc)
             return
@@ -105,6 +131,32 @@ class Pool:
             return
         self._slots[slot] = worker
         self._offer(worker)
+        self._keep_standby()
+
+    def _keep_standby(self) -> None:
+        """Start the standby child, once every slot has its child (they come first)."""
+        if (self.config.standby and self._standby is None and not self._standby_starting
+                and not self._starting and not self._closed):
+            self._standby_starting = True
+            self._background(self._start_standby())
+
+    async def _start_standby(self) -> None:
+        worker = Worker(0, self.settings, self._on_exit, self._offer, standby=True)
+        self._spawning.add(worker)
+        try:
+            await worker.start()
+        except Exception as exc:  # no caller waits on it: the next replacement starts cold
+            log.warning("the standby child could not start (%s)", exc)
+            return
+        finally:
+            self._spawning.discard(worker)
+            self._standby_starting = False
+        if worker.pid is not None:
+            _LIVE_PIDS.add(worker.pid)
+        if self._closed:
+            worker.kill()
+            return
+        self._standby = worker
 
     def _fail_one_waiter(self, exc: ExecutorError) -> None:
         while self._waiters:
@@ -129,6 +181,10 @@ class Pool:
     def _on_exit(self, worker: Worker) -> None:
         if worker.pid is not None:
             _LIVE_PIDS.discard(worker.pid)
+        if worker is self._standby:
+            self._standby = None  # it served nothing: not a crash, and nothing to replace
+            log.info("the standby child exited")
+            return
         if self._slots.get(worker.id) is worker:
             self._slots[worker.id] = None
         with contextlib.suppress(ValueError):
@@ -175,20 +231,25 @@ class Pool:
     def workers(self) -> list[Worker]:
         return [w for w in self._slots.values() if w is not None]
 
+    def _standby_list(self) -> list[Worker]:
+        return [] if self._standby is None else [self._standby]
+
+    def standby_pid(self) -> int | None:
+        """The standby child's pid, if one is waiting (for tests and benchmarks)."""
+        standby = self._standby
+        return standby.pid if standby is not None and standby.alive else None
+
     def kill_now(self) -> None:
         """End every child at once, without the event loop that started them."""
         self._closed = True
-        for worker in self.workers() + list(self._spawning):
+        for worker in self.workers() + list(self._spawning) + self._standby_list():
             if worker.pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(worker.pid, signal.SIGKILL)
                 _LIVE_PIDS.discard(worker.pid)
-            # Its transport belongs to a loop that may be closed: mark it closed so that
-            # garbage collection does not try to schedule a close on that loop (the pipes'
-            # own finalizers close their descriptors).
-            transport = getattr(worker.proc, "_transport", None)
-            if transport is not None:
-                transport._closed = True
+            # Its transports belong to a loop that may be closed: garbage collection must
+            # not try to schedule their closing on it.
+            worker.forget_loop()
 
     async def close(self) -> None:
         """End every child; calls in line fail with DISPOSED, runs in flight too."""
@@ -203,7 +264,8 @@ class Pool:
         starting = list(self._tasks)
         for task in starting:
             task.cancel()
-        workers = self.workers() + list(self._spawning)
+        workers = self.workers() + list(self._spawning) + self._standby_list()
+        self._standby = None
         self._spawning.clear()
         for worker in workers:
             active = worker.run

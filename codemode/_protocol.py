@@ -10,6 +10,9 @@ Schema evolution: new fields get defaults; a field is never retyped or renamed.
 
     host ──Run/Reply/Cancel/Shutdown──▶ child
     host ◀──Ready/Call/Fetch/Done/Recycle── child
+
+A standby child (started with its engine loaded, waiting to replace one that exits) reads
+nothing but ``Adopt`` (or ``Shutdown``) until it is given a slot; then it answers Ready.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ._request import Provider
 __all__ = [
     "FRAME_HEADER",
     "MAX_FRAME_BYTES",
+    "Adopt",
     "Call",
     "Cancel",
     "ChildMessage",
@@ -103,7 +107,15 @@ class Shutdown(msgspec.Struct, frozen=True, tag="shutdown"):
     """Exit cleanly."""
 
 
-HostMessage = Run | Invoke | Release | Reply | Cancel | Shutdown
+class Adopt(msgspec.Struct, frozen=True, tag="adopt"):
+    """To a standby child: take slot ``worker_id``, pinned to core ``cpu`` (-1: any core),
+    prepare isolates and answer Ready."""
+
+    worker_id: int
+    cpu: int = -1
+
+
+HostMessage = Run | Invoke | Release | Reply | Cancel | Shutdown | Adopt
 
 
 # ---- child -> host -------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
+    Adopt,
     Call,
     Cancel,
     ChildMessage,
@@ -124,6 +125,13 @@ def _well_formed_data(value: Any) -> Any:
     return value
 
 
+async def _read_pipe(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                 os.fdopen(fd, "rb", buffering=0))
+    return reader
+
+
 def _describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "an unknown status"
@@ -140,12 +148,18 @@ class Worker:
     """One supervised child process."""
 
     def __init__(self, worker_id: int, settings: SpawnSettings,
-                 on_exit: Callable[[Worker], None], on_idle: Callable[[Worker], None]) -> None:
+                 on_exit: Callable[[Worker], None], on_idle: Callable[[Worker], None],
+                 *, standby: bool = False) -> None:
         self.id = worker_id
+        self.standby = standby
+        """Started to wait, engine loaded, until :meth:`adopt` gives it a slot."""
         self.settings = settings
         self.on_exit = on_exit
         self.on_idle = on_idle
         self.proc: asyncio.subprocess.Process | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._stdout: asyncio.StreamReader | None = None
+        self._stderr: asyncio.StreamReader | None = None
         self.ready: asyncio.Future[Ready] = asyncio.get_running_loop().create_future()
         self.run: ActiveRun | None = None
         self.alive = False
@@ -171,27 +185,50 @@ class Worker:
         s = self.settings
         env = dict(_child_environment() if s.env is None else s.env)
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-        self.cpu = take_cpu() if s.pin_cpus else None
+        # A standby takes its core when it is adopted (it runs nothing until then).
+        self.cpu = take_cpu() if s.pin_cpus and not self.standby else None
+        # The pipes are ours, connected once the process exists. With asyncio's PIPEs, a
+        # start cancelled while asyncio connects them (the loop ending, say) leaves
+        # Process.wait() waiting forever for pipes that never connected (CPython 3.11),
+        # and the loop's shutdown with it.
+        child_in, host_out = os.pipe()
+        host_in, child_out = os.pipe()
+        host_err, child_err = os.pipe()
+        ours = [host_out, host_in, host_err]
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "codemode._child",
                 str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes),
                 str(s.max_log_entries), "probed" if s.probed else "probe",
-                "any" if self.cpu is None else str(self.cpu),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                limit=MAX_FRAME_BYTES,
+                "standby" if self.standby else "any" if self.cpu is None else str(self.cpu),
+                stdin=child_in, stdout=child_out, stderr=child_err, env=env,
             )
+            self.pid = self.proc.pid
+            self.alive = True
+            loop = asyncio.get_running_loop()
+            self._stdin, _ = await loop.connect_write_pipe(
+                asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
+            self._stdout = await _read_pipe(loop, ours.pop(0))
+            self._stderr = await _read_pipe(loop, ours.pop(0))
         except BaseException:
+            for fd in ours:
+                os.close(fd)
+            self.kill()
             give_back_cpu(self.cpu)
             self.cpu = None
             raise
-        self.pid = self.proc.pid
-        self.alive = True
+        finally:
+            for fd in (child_in, child_out, child_err):
+                os.close(fd)
         self._spawn(self._read_frames())
         self._stderr_read = self._spawn(self._read_stderr())
+
+    def adopt(self, slot: int) -> None:
+        """Give a standby child ``slot`` (and a core): it prepares and answers Ready."""
+        self.id = slot
+        self.standby = False
+        self.cpu = take_cpu() if self.settings.pin_cpus else None
+        self._write(Adopt(slot, -1 if self.cpu is None else self.cpu))
 
     def _spawn(self, coro: Awaitable[T]) -> asyncio.Task[T]:
         task = asyncio.ensure_future(coro)
@@ -248,23 +285,40 @@ class Worker:
             self.kill()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5.0)
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
+        if self._stdin is not None:
+            self._stdin.close()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=2.0)
 
     # ---- frames -------------------------------------------------------------------
 
     def _write(self, message: Any) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        if self.proc.stdin.is_closing():
+        assert self._stdin is not None
+        if self._stdin.is_closing():
             return  # the child is gone (its exit is being handled): nobody would read it
-        self.proc.stdin.write(encode_frame(message))
+        self._stdin.write(encode_frame(message))
+
+    def forget_loop(self) -> None:
+        """The loop that owns this child's pipes is gone (or elsewhere): close their
+        descriptors here and keep the transports from closing later on that loop."""
+        subprocess_transport = getattr(self.proc, "_transport", None)
+        transport: Any
+        for transport in (subprocess_transport, self._stdin,
+                          getattr(self._stdout, "_transport", None),
+                          getattr(self._stderr, "_transport", None)):
+            if transport is None:
+                continue
+            pipe = getattr(transport, "_pipe", None)
+            if pipe is not None and transport is not subprocess_transport:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+                transport._pipe = None
+            transport._closed = True
 
     async def _read_stderr(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
+        assert self._stderr is not None
         while True:
-            chunk = await self.proc.stderr.read(65536)
+            chunk = await self._stderr.read(65536)
             if not chunk:
                 return
             self.stderr_tail += chunk
@@ -276,8 +330,8 @@ class Worker:
                 del self.stderr_tail[: len(self.stderr_tail) - STDERR_TAIL_BYTES]
 
     async def _read_frames(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        reader = self.proc.stdout
+        assert self._stdout is not None
+        reader = self._stdout
         reason: str | None = None
         try:
             while True:
@@ -336,9 +390,9 @@ class Worker:
     def begin(self, active: ActiveRun) -> None:
         """Hand a run to the child; the host clock's backstop starts now."""
         frame = encode_frame(active.msg)  # fails here, before the worker is taken
-        assert self.proc is not None and self.proc.stdin is not None
+        assert self._stdin is not None
         self.run = active
-        self.proc.stdin.write(frame)
+        self._stdin.write(frame)
         self._arm_backstop(active)
 
     def _arm_backstop(self, active: ActiveRun) -> None:

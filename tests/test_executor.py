@@ -4,6 +4,8 @@ guest's world, and the sync/async facades."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 
 import pytest
@@ -25,11 +27,20 @@ def test_first_execution_returns_the_value(executor: SyncIsolateExecutor) -> Non
     assert outcome == Outcome(result=42, error=None, logs=[])
 
 
+def _standby_of(ex: SyncIsolateExecutor) -> int:
+    """Wait for the pool's standby child (it starts once the slots are full)."""
+    deadline = time.monotonic() + 30
+    while ex.standby_pid is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ex.standby_pid is not None
+    return ex.standby_pid
+
+
 def test_constructing_spawns_nothing_and_first_execute_warms_the_pool() -> None:
-    before = set(child_pids())
+    # Another executor's standby may start meanwhile: count this executor's children.
     ex = SyncIsolateExecutor(pool={"max_workers": 2})
     try:
-        assert set(child_pids()) == before
+        assert ex.worker_pids == [] and ex.standby_pid is None
         assert ex.execute("async () => 1").result == 1
         deadline = time.monotonic() + 30
         while len(ex.worker_pids) < 2 and time.monotonic() < deadline:
@@ -39,18 +50,48 @@ def test_constructing_spawns_nothing_and_first_execute_warms_the_pool() -> None:
         for _ in range(5):
             ex.execute("() => 1")
         assert set(ex.worker_pids) == pids  # the pool stays warm: same children
+        mine = pids | {_standby_of(ex)}
+        assert mine <= set(child_pids())
     finally:
         ex.dispose()
-    assert not (set(child_pids()) - before)
+    assert not (set(child_pids()) & mine)
+
+
+def test_a_killed_child_is_replaced_by_the_standby_in_milliseconds() -> None:
+    """The standby child (engine loaded, no isolate, no core) takes the slot, and a new
+    standby starts behind it; the replacement serves at once."""
+    with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+        assert ex.execute("() => 1").result == 1
+        [first] = ex.worker_pids
+        standby = _standby_of(ex)
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while ex.worker_pids in ([], [first]) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert ex.worker_pids == [standby]  # adopted, not started from scratch
+        assert ex.execute("async () => 6 * 7").result == 42
+        assert _standby_of(ex) not in (first, standby)
+
+
+def test_without_a_standby_a_killed_child_is_started_anew() -> None:
+    with SyncIsolateExecutor(pool={"max_workers": 1, "standby": False}) as ex:
+        assert ex.execute("() => 1").result == 1
+        [first] = ex.worker_pids
+        time.sleep(0.3)
+        assert ex.standby_pid is None
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while ex.worker_pids in ([], [first]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ex.execute("async () => 6 * 7").result == 42
+        assert ex.standby_pid is None
 
 
 def test_async_context_manager_ends_every_child() -> None:
-    before = set(child_pids())
-
     async def main() -> set[int]:
         async with IsolateExecutor(pool={"max_workers": 2}) as ex:
             assert (await ex.execute("async () => 'hi'")).result == "hi"
-            return set(child_pids()) - before
+            return set(ex.worker_pids) | {ex.standby_pid} - {None}
 
     pids = asyncio.run(main())
     assert pids

@@ -2,7 +2,8 @@
 
 Started by the host with ``python -m codemode._child`` (spawn, never fork). It sets its
 own backstops before V8 loads (parent-death signal, ``RLIMIT_DATA``), probes the engine
-behaviours it depends on, answers ``Ready``, and then serves runs::
+behaviours it depends on, answers ``Ready``, and then serves runs. A standby child (the
+pool's spare) stops after loading V8 until the host's ``Adopt`` names its slot and core::
 
     host ──Run──▶ child: take the prepared isolate, start(code)
                    isolate ──bell──▶ child ──pump()──▶ isolate   (outbox as one string)
@@ -36,6 +37,7 @@ from .._outcome import LogEntry
 from .._protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
+    Adopt,
     Call,
     Cancel,
     Done,
@@ -157,12 +159,40 @@ def _set_parent_death_signal() -> None:
 
 
 def _pin_to(cpu: str) -> None:
-    """Run on one core (the host's choice, see codemode/_placement.py), before V8 or any
-    other thread starts: every thread this process starts inherits the mask."""
+    """Run on one core (the host's choice, see codemode/_placement.py), before any isolate
+    starts its thread: every thread started later inherits the mask. Threads that already
+    exist (a standby child has loaded V8 before it learns its core) are pinned one by one."""
     if cpu == "any":
         return
     with contextlib.suppress(ValueError, OSError):  # not allowed any more: run anywhere
-        os.sched_setaffinity(0, {int(cpu)})
+        for tid in os.listdir("/proc/self/task") if sys.platform.startswith("linux") else ["0"]:
+            os.sched_setaffinity(int(tid), {int(cpu)})
+
+
+def _await_adoption(proto_in: int) -> Adopt:
+    """A standby child's wait, engine loaded, for the slot it is to take. Blocking reads on
+    the protocol pipe: nothing else runs in the process yet. The host's Shutdown, or its
+    going away, ends the process."""
+    decoder = msgspec.msgpack.Decoder(HostMessage)
+
+    def read(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = os.read(proto_in, n - len(data))
+            if not chunk:
+                os._exit(0)  # the host is gone
+            data += chunk
+        return data
+
+    while True:
+        (size,) = FRAME_HEADER.unpack(read(FRAME_HEADER.size))
+        if size > MAX_FRAME_BYTES:
+            os._exit(3)
+        message = decoder.decode(read(size))
+        if isinstance(message, Adopt):
+            return message
+        if isinstance(message, Shutdown):
+            os._exit(0)
 
 
 def _texts_for(max_message_bytes: int) -> dict[str, str]:
@@ -843,9 +873,9 @@ class Child:
             isolate.close()
         return missing
 
-    async def main(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.loop.set_exception_handler(self.on_loop_exception)
+    def load_stdlib(self) -> None:
+        """Read the standard library's sources (before the loop starts: a standby child
+        does it before it waits, so that an adopted one only prepares its isolates)."""
         from ..stdlib import MODULES, sources
 
         if os.environ.get("CODEMODE_CHILD_STDLIB", "on") == "off":
@@ -854,6 +884,10 @@ class Child:
         else:
             self.stdlib_sources = sources()
             self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
+
+    async def main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.loop.set_exception_handler(self.on_loop_exception)
         missing = await self.probe() if self.probe_engine else []
         if not missing:
             for _ in range(SPARE_ISOLATES):
@@ -875,8 +909,10 @@ class Child:
 def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
     probe_engine = argv[4:5] != ["probed"]
+    cpu = argv[5] if len(argv) > 5 else "any"
     _set_parent_death_signal()
-    _pin_to(argv[5] if len(argv) > 5 else "any")
+    if cpu != "standby":
+        _pin_to(cpu)
     # Keep the protocol on private descriptors; anything printed by accident (or by V8)
     # goes to stderr, never into a frame.
     proto_in = os.dup(0)
@@ -895,4 +931,11 @@ def main(argv: list[str]) -> None:
     init_mini_racer(flags=flags + extra)
     child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
                   probe_engine=probe_engine)
+    child.load_stdlib()
+    from . import engine  # noqa: F401  (what preparing an isolate imports, loaded now)
+
+    if cpu == "standby":
+        adopt = _await_adoption(proto_in)
+        child.worker_id = adopt.worker_id
+        _pin_to("any" if adopt.cpu < 0 else str(adopt.cpu))
     asyncio.run(child.main())
