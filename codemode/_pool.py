@@ -235,9 +235,10 @@ class Pool:
         return [] if self._standby is None else [self._standby]
 
     def standby_pid(self) -> int | None:
-        """The standby child's pid, if one is waiting (for tests and benchmarks)."""
+        """The standby child's pid once it is loaded and waiting (a slot adopts one that is
+        still loading too: it is further along than a new child)."""
         standby = self._standby
-        return standby.pid if standby is not None and standby.alive else None
+        return standby.pid if standby is not None and standby.alive and standby.waiting else None
 
     def kill_now(self) -> None:
         """End every child at once, without the event loop that started them."""

@@ -11,8 +11,9 @@ Schema evolution: new fields get defaults; a field is never retyped or renamed.
     host ──Run/Reply/Cancel/Shutdown──▶ child
     host ◀──Ready/Call/Fetch/Done/Recycle── child
 
-A standby child (started with its engine loaded, waiting to replace one that exits) reads
-nothing but ``Adopt`` (or ``Shutdown``) until it is given a slot; then it answers Ready.
+A standby child (started with its engine loaded, waiting to replace one that exits) says
+``Waiting`` once loaded, then reads nothing but ``Adopt`` (or ``Shutdown``) until it is
+given a slot; then it answers Ready.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "Run",
     "Shutdown",
     "Started",
+    "Waiting",
     "encode_frame",
 ]
 
@@ -169,13 +171,17 @@ class Idle(msgspec.Struct, frozen=True, tag="idle"):
     """The child is ready for another run after a Done that did not say ``settled``."""
 
 
+class Waiting(msgspec.Struct, frozen=True, tag="waiting"):
+    """A standby child has loaded its engine and waits for ``Adopt``."""
+
+
 class Recycle(msgspec.Struct, frozen=True, tag="recycle"):
     """A planned exit (e.g. the engine wedged after a timeout): not a crash."""
 
     reason: str
 
 
-ChildMessage = Ready | Started | Call | Fetch | Done | Idle | Recycle
+ChildMessage = Ready | Started | Call | Fetch | Done | Idle | Recycle | Waiting
 
 _encoder = msgspec.msgpack.Encoder()
 

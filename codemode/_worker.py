@@ -44,6 +44,7 @@ from ._protocol import (
     Run,
     Shutdown,
     Started,
+    Waiting,
     encode_frame,
 )
 
@@ -153,6 +154,8 @@ class Worker:
         self.id = worker_id
         self.standby = standby
         """Started to wait, engine loaded, until :meth:`adopt` gives it a slot."""
+        self.waiting = False
+        """A standby that said Waiting: loaded, adopting it costs only its isolates."""
         self.settings = settings
         self.on_exit = on_exit
         self.on_idle = on_idle
@@ -226,7 +229,7 @@ class Worker:
     def adopt(self, slot: int) -> None:
         """Give a standby child ``slot`` (and a core): it prepares and answers Ready."""
         self.id = slot
-        self.standby = False
+        self.standby = self.waiting = False
         self.cpu = take_cpu() if self.settings.pin_cpus else None
         self._write(Adopt(slot, -1 if self.cpu is None else self.cpu))
 
@@ -378,6 +381,8 @@ class Worker:
                 self._on_fetch(message)
             case Done():
                 self._on_done(message)
+            case Waiting():
+                self.waiting = self.standby
             case Idle():
                 self.held = False
                 if self.retained is None and self.alive and self.run is None:

@@ -52,6 +52,7 @@ from .._protocol import (
     Run,
     Shutdown,
     Started,
+    Waiting,
     encode_frame,
 )
 from .._request import Provider
@@ -169,11 +170,12 @@ def _pin_to(cpu: str) -> None:
             os.sched_setaffinity(int(tid), {int(cpu)})
 
 
-def _await_adoption(proto_in: int) -> Adopt:
-    """A standby child's wait, engine loaded, for the slot it is to take. Blocking reads on
-    the protocol pipe: nothing else runs in the process yet. The host's Shutdown, or its
-    going away, ends the process."""
+def _await_adoption(proto_in: int, proto_out: int) -> Adopt:
+    """A standby child's wait, engine loaded, for the slot it is to take: it says Waiting,
+    then blocks on the protocol pipe (nothing else runs in the process yet). The host's
+    Shutdown, or its going away, ends the process."""
     decoder = msgspec.msgpack.Decoder(HostMessage)
+    os.write(proto_out, encode_frame(Waiting()))  # a few bytes: one write, never partial
 
     def read(n: int) -> bytes:
         data = b""
@@ -935,7 +937,7 @@ def main(argv: list[str]) -> None:
     from . import engine  # noqa: F401  (what preparing an isolate imports, loaded now)
 
     if cpu == "standby":
-        adopt = _await_adoption(proto_in)
+        adopt = _await_adoption(proto_in, proto_out)
         child.worker_id = adopt.worker_id
         _pin_to("any" if adopt.cpu < 0 else str(adopt.cpu))
     asyncio.run(child.main())
