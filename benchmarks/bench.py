@@ -166,7 +166,9 @@ async def run_all(n: int, with_reference: bool) -> dict[str, Any]:
     ref: dict[str, Any] = {}
     async with IsolateExecutor(pool={"max_workers": WORKERS, "max_queue": 1000}) as ex:
         await ex.execute("() => 1")
-        while len(ex.worker_pids) < WORKERS:
+        # A pool at rest, as the reference's pool.ready(): every child, and the standby.
+        deadline = time.monotonic() + 30
+        while (len(ex.worker_pids) < WORKERS or ex.standby_pid is None) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         for name in SCENARIOS:
             ours[name] = await run_scenario(ex, name, n)
