@@ -7,7 +7,7 @@
                   │ line full: QUEUE_FULL at once, nothing ran
     Done ─▶ worker idle ─▶ next caller in line
     child exits (crash, kill, planned recycle) ─▶ its run alone fails ─▶ slot respawned
-                                                   (the standby child adopted: ~10 ms)
+                                                   (the standby child adopted: ~20 ms)
 
 Slots are numbered from 1; a replacement keeps its slot's number, so "Worker 1" in a
 fault names the same place across restarts. The first ``acquire`` starts every slot; the
@@ -90,10 +90,9 @@ class Pool:
         standby, self._standby = self._standby, None
         if standby is not None and standby.alive:
             worker = standby
-            self._spawning.add(worker)
         else:
             worker = Worker(slot, self.settings, self._on_exit, self._offer)
-            self._spawning.add(worker)
+        self._spawning.add(worker)
         try:
             if worker is standby:
                 worker.adopt(slot)

@@ -217,6 +217,7 @@ class Worker:
             for fd in ours:
                 os.close(fd)
             self.kill()
+            self.alive = False
             give_back_cpu(self.cpu)
             self.cpu = None
             raise
