@@ -291,6 +291,7 @@ ENV_WORKER_NETWORK: Final = "CODEMODE_WORKER_NETWORK"
 ENV_WORKER_MAX_HANDLES: Final = "CODEMODE_WORKER_MAX_HANDLES"
 ENV_HANDLE_IDLE_TTL_S: Final = "CODEMODE_HANDLE_IDLE_TTL_S"
 ENV_WORKER_PIN_CPUS: Final = "CODEMODE_WORKER_PIN_CPUS"
+ENV_WORKER_STANDBY: Final = "CODEMODE_WORKER_STANDBY"
 
 _WORKER_ENV: Final = {
     "concurrency": ENV_WORKER_CONCURRENCY,
@@ -302,6 +303,7 @@ _WORKER_ENV: Final = {
     "max_handles": ENV_WORKER_MAX_HANDLES,
     "handle_idle_ttl_s": ENV_HANDLE_IDLE_TTL_S,
     "pin_cpus": ENV_WORKER_PIN_CPUS,
+    "standby": ENV_WORKER_STANDBY,
 }
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off")
@@ -352,6 +354,10 @@ class WorkerSettings:
     Best where the worker has the machine to itself. On a machine it shares with Redis and
     the producers, unpinned children measured faster for jobs of up to ~10 tool calls
     (benchmarks/README.md), pinned ones for longer chains of calls."""
+    standby: bool = True
+    """Keep a standby isolate child that takes the place of one that exits (``pool.standby``,
+    see docs/performance.md): ~20 ms to replace a child instead of ~100-200 ms, for ~27 MB
+    of private memory per worker."""
 
     def __post_init__(self) -> None:
         if self.pool not in ("threads", "solo"):
@@ -370,8 +376,10 @@ class WorkerSettings:
         ttl = self.handle_idle_ttl_s
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
             raise SettingsError(f"handle_idle_ttl_s must be a positive number, got {ttl!r}.")
-        if not isinstance(self.pin_cpus, bool):
-            raise SettingsError(f"pin_cpus must be true or false, got {self.pin_cpus!r}.")
+        for name in ("pin_cpus", "standby"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise SettingsError(f"{name} must be true or false, got {value!r}.")
         if self.pool == "solo" and self.concurrency != 1:
             object.__setattr__(self, "concurrency", 1)
 

@@ -80,7 +80,7 @@ class WorkerRuntime:
             memory_limit=w.memory_limit_mb,
             max_message_bytes=w.max_message_bytes,
             pool={"max_workers": w.concurrency + w.max_handles, "max_queue": w.concurrency,
-                  "pin_cpus": w.pin_cpus},
+                  "pin_cpus": w.pin_cpus, "standby": w.standby},
             outbound=None if w.network == "none" else UNSET,
             ceilings=Ceilings(max_timeout_ms=w.max_timeout_ms),
             max_handles=w.max_handles,

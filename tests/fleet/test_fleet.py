@@ -20,7 +20,7 @@ import pytest
 import redis
 from fleet_helpers import eventually, job_ids, keys_of
 
-from broker_config import ENV_WORKER_PIN_CPUS, BrokerSettings
+from broker_config import ENV_WORKER_PIN_CPUS, ENV_WORKER_STANDBY, BrokerSettings
 from codemode import (
     BrokerUnreachable,
     Disposed,
@@ -319,6 +319,27 @@ async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
     for pid in children:
         for tid in os.listdir(f"/proc/{pid}/task"):
             assert os.sched_getaffinity(int(tid)) == allowed, f"child {pid} thread {tid} is pinned"
+
+
+async def test_a_worker_keeps_a_standby_child_unless_told_not_to(
+        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    """One child per job slot and per retained handle (concurrency 1, max_handles 1 here),
+    plus the standby that replaces one that exits; CODEMODE_WORKER_STANDBY=false drops it."""
+    def standbys(worker: WorkerProcess) -> list[int]:
+        found = []
+        for pid in worker.children():
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[-2:-1] == [b"standby"]:
+                    found.append(pid)
+        return found
+
+    with_standby = start_worker(private_queue, name="with-standby")
+    without = start_worker(replace(private_queue, queue=private_queue.queue + "-b"),
+                           env={ENV_WORKER_STANDBY: "false"}, name="without-standby")
+    await eventually(lambda: len(standbys(with_standby)) == 1, 30, "the standby to start")
+    assert len(with_standby.children()) == 3
+    await asyncio.sleep(0.5)
+    assert standbys(without) == [] and len(without.children()) == 2
 
 
 async def test_a_program_may_start_thousands_of_tool_calls_at_once(

@@ -116,6 +116,17 @@ def test_pin_cpus_reads_true_or_false_and_nothing_else() -> None:
         WorkerSettings(pin_cpus="no")  # type: ignore[arg-type]
 
 
+def test_standby_reads_true_or_false_and_nothing_else() -> None:
+    assert WorkerSettings().standby is True
+    assert WorkerSettings.from_env({"CODEMODE_WORKER_STANDBY": "off"}).standby is False
+    without = WorkerSettings(standby=False)
+    assert WorkerSettings.from_env(without.env()) == without
+    with pytest.raises(SettingsError, match="CODEMODE_WORKER_STANDBY must be true or false"):
+        WorkerSettings.from_env({"CODEMODE_WORKER_STANDBY": "maybe"})
+    with pytest.raises(SettingsError, match="standby must be true or false"):
+        WorkerSettings(standby=1)  # type: ignore[arg-type]
+
+
 def test_job_travels_as_plain_json_and_back() -> None:
     spec = JobSpec(job_id="j", host_id="h", key_prefix="p", code="() => 1",
                    providers=(codemode.Provider("t", ("a", "b")),), network="host",
