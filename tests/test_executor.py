@@ -322,6 +322,10 @@ def test_executor_bounds_are_validated() -> None:
         IsolateExecutor(pool={"workers": 2})
     with pytest.raises(InvalidRequest, match="pin_cpus must be True or False"):
         IsolateExecutor(pool={"pin_cpus": "yes"})
+    with pytest.raises(InvalidRequest, match="pool.standby must be True or False"):
+        IsolateExecutor(pool={"standby": 1})
+    with pytest.raises(InvalidRequest, match="pool takes max_workers, max_queue, pin_cpus and standby"):
+        IsolateExecutor(pool={"spare": True})
 
 
 def test_lone_surrogates_never_wedge_a_child(executor: SyncIsolateExecutor) -> None:
