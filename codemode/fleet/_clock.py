@@ -24,10 +24,6 @@ class RedisClock:
     def __init__(self) -> None:
         self._offset_ms: float | None = None
 
-    @property
-    def synced(self) -> bool:
-        return self._offset_ms is not None
-
     async def sync(self, client: aioredis.Redis) -> None:
         """Read Redis's clock once (raises redis-py's errors when it is unreachable)."""
         seconds, micros = await client.time()

@@ -14,7 +14,7 @@ the envelope kombu's Redis transport writes for a publish (``Channel._put``: JSO
 body base64-encoded, a fresh ``delivery_tag``, ``delivery_info`` of the default exchange).
 Only the transport call is ours: a Celery ``send_task`` cost ~0.35 ms of Python on a
 thread of its own (kombu's publisher is synchronous) plus a second round trip, more than
-a trivial job's whole run; building the bytes costs ~30 us. Writing it in the admission
+a trivial job's whole run; building the bytes costs ~54 us. Writing it in the admission
 script also makes the two one step: an admitted job is always queued, and a refused one
 never is. ``tests/fleet/test_producer.py`` checks the bytes against a real ``send_task``.
 
