@@ -146,7 +146,7 @@ class Isolate:
         # The runtime's value is the argument array of every call: [api].
         argv: Any = await self._task(ctx._dll.mr_eval, source.raw)
         # The isolate is idle and runs only our runtime: these two steps are synchronous
-        # (each costs a fifth of what a second evaluation did).
+        # (the get ~0.08 ms, less than the second evaluation of `[]` it replaced).
         api: Any = argv[0]
         argv.append(bell)
         self._argv = ctx._python_to_value_handle(argv)
