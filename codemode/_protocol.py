@@ -29,12 +29,15 @@ from ._request import Provider
 __all__ = [
     "FRAME_HEADER",
     "MAX_FRAME_BYTES",
+    "READ_CHUNK",
     "Adopt",
     "Call",
     "Cancel",
     "ChildMessage",
     "Done",
     "Fetch",
+    "FrameSplitter",
+    "FrameTooLarge",
     "HostMessage",
     "Idle",
     "Invoke",
@@ -52,6 +55,10 @@ __all__ = [
 FRAME_HEADER: Final = struct.Struct(">I")
 MAX_FRAME_BYTES: Final = 256 * 1024 * 1024
 """Frames above this are a protocol violation: the peer is treated as broken."""
+READ_CHUNK: Final = 64 * 1024
+"""Bytes a reader takes from a pipe at a time, into a buffer it keeps. (asyncio's pipe
+transport reads 256 KiB into a new bytes object each time: above malloc's mmap threshold,
+so every frame cost an mmap, a page fault, an mremap and a munmap, with its TLB flush.)"""
 
 
 # ---- host -> child -------------------------------------------------------------------
@@ -189,3 +196,37 @@ _encoder = msgspec.msgpack.Encoder()
 def encode_frame(message: HostMessage | ChildMessage) -> bytes:
     body = _encoder.encode(message)
     return FRAME_HEADER.pack(len(body)) + body
+
+
+class FrameTooLarge(Exception):
+    """A frame's header announced more than MAX_FRAME_BYTES: the peer is broken."""
+
+
+class FrameSplitter:
+    """Whole frames out of a byte stream, fed as it arrives.
+
+    A reader that feeds this from the loop's own readiness callback acts on a frame in the
+    loop iteration that read it: no stream, and no task woken per frame (a tool call's
+    reply is one frame, so this is on its hot path)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """Append ``data``; return the bodies of the frames it completed, in order."""
+        buffer = self._buffer
+        buffer += data
+        bodies: list[bytes] = []
+        start = 0
+        while len(buffer) - start >= FRAME_HEADER.size:
+            (size,) = FRAME_HEADER.unpack_from(buffer, start)
+            if size > MAX_FRAME_BYTES:
+                raise FrameTooLarge(f"a frame of {size} bytes, above the protocol's limit")
+            end = start + FRAME_HEADER.size + size
+            if len(buffer) < end:
+                break
+            bodies.append(bytes(buffer[start + FRAME_HEADER.size : end]))
+            start = end
+        if start:
+            del buffer[:start]
+        return bodies

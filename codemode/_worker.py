@@ -27,14 +27,16 @@ from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
-    FRAME_HEADER,
     MAX_FRAME_BYTES,
+    READ_CHUNK,
     Adopt,
     Call,
     Cancel,
     ChildMessage,
     Done,
     Fetch,
+    FrameSplitter,
+    FrameTooLarge,
     Idle,
     Invoke,
     Ready,
@@ -161,7 +163,8 @@ class Worker:
         self.on_idle = on_idle
         self.proc: asyncio.subprocess.Process | None = None
         self._stdin: asyncio.WriteTransport | None = None
-        self._stdout: asyncio.StreamReader | None = None
+        self._frames_fd: int | None = None
+        """The child's protocol pipe, read by the loop itself (see _read_frames)."""
         self._stderr: asyncio.StreamReader | None = None
         self.ready: asyncio.Future[Ready] = asyncio.get_running_loop().create_future()
         self.run: ActiveRun | None = None
@@ -211,11 +214,14 @@ class Worker:
             loop = asyncio.get_running_loop()
             self._stdin, _ = await loop.connect_write_pipe(
                 asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
-            self._stdout = await _read_pipe(loop, ours.pop(0))
+            self._frames_fd = ours.pop(0)
             self._stderr = await _read_pipe(loop, ours.pop(0))
         except BaseException:
             for fd in ours:
                 os.close(fd)
+            if self._frames_fd is not None:
+                os.close(self._frames_fd)
+                self._frames_fd = None
             self.kill()
             self.alive = False
             give_back_cpu(self.cpu)
@@ -224,7 +230,7 @@ class Worker:
         finally:
             for fd in (child_in, child_out, child_err):
                 os.close(fd)
-        self._spawn(self._read_frames())
+        self._read_frames(loop)
         self._stderr_read = self._spawn(self._read_stderr())
 
     def adopt(self, slot: int) -> None:
@@ -307,8 +313,11 @@ class Worker:
         descriptors here and keep the transports from closing later on that loop."""
         subprocess_transport = getattr(self.proc, "_transport", None)
         transport: Any
+        if self._frames_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._frames_fd)
+            self._frames_fd = None
         for transport in (subprocess_transport, self._stdin,
-                          getattr(self._stdout, "_transport", None),
                           getattr(self._stderr, "_transport", None)):
             if transport is None:
                 continue
@@ -333,23 +342,49 @@ class Worker:
             if len(self.stderr_tail) > STDERR_TAIL_BYTES:
                 del self.stderr_tail[: len(self.stderr_tail) - STDERR_TAIL_BYTES]
 
-    async def _read_frames(self) -> None:
-        assert self._stdout is not None
-        reader = self._stdout
-        reason: str | None = None
-        try:
-            while True:
-                header = await reader.readexactly(FRAME_HEADER.size)
-                (size,) = FRAME_HEADER.unpack(header)
-                if size > MAX_FRAME_BYTES:
-                    reason = f"sent a frame of {size} bytes, above the protocol's limit"
-                    break
-                body = await reader.readexactly(size)
+    def _read_frames(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Act on the child's frames as they arrive, until its pipe closes.
+
+        The loop reads the pipe itself, into one buffer: a frame is handled in the
+        iteration that read it, with no stream or task in between (each tool call is one
+        frame each way, so this is on its hot path)."""
+        fd = self._frames_fd
+        assert fd is not None
+        os.set_blocking(fd, False)
+        splitter = FrameSplitter()
+        chunk = bytearray(READ_CHUNK)
+        view = memoryview(chunk)
+
+        def stop(reason: str | None) -> None:
+            loop.remove_reader(fd)
+            if self._frames_fd == fd:
+                os.close(fd)
+                self._frames_fd = None
+            if reason is not None:
+                self.kill()
+            self._spawn(self._exited(reason))
+
+        def readable() -> None:
+            try:
+                n = os.readv(fd, [chunk])
+            except BlockingIOError:
+                return
+            except OSError:
+                n = 0
+            if n == 0:
+                stop(None)
+                return
+            try:
+                bodies = splitter.feed(view[:n])
+            except FrameTooLarge as exc:
+                stop(f"sent {exc}")
+                return
+            for body in bodies:
                 try:
                     message = _decoder.decode(body)
                 except msgspec.DecodeError as exc:
-                    reason = f"sent a malformed message ({exc})"
-                    break
+                    stop(f"sent a malformed message ({exc})")
+                    return
                 try:
                     self._handle(message)
                 except Exception as exc:  # never let one message stop the reader
@@ -359,14 +394,8 @@ class Worker:
                         f"{type(message).__name__} message ({type(exc).__name__}).",
                         started=True,
                     ))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except Exception as exc:  # a bug here must not leave a caller waiting forever
-            log.exception("worker %s reader failed", self.id)
-            reason = f"could not be read ({type(exc).__name__})"
-        if reason is not None:
-            self.kill()
-        await self._exited(reason)
+
+        loop.add_reader(fd, readable)
 
     def _handle(self, message: ChildMessage) -> None:
         match message:

@@ -28,6 +28,7 @@ import secrets
 import signal
 import sys
 import time
+import traceback
 from typing import Any
 
 import msgspec
@@ -37,11 +38,14 @@ from .._outcome import LogEntry
 from .._protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
+    READ_CHUNK,
     Adopt,
     Call,
     Cancel,
     Done,
     Fetch,
+    FrameSplitter,
+    FrameTooLarge,
     HostMessage,
     Idle,
     Invoke,
@@ -271,11 +275,10 @@ class RunState:
         self.paused_since: float | None = None
         self.paused_total = 0.0
         self.done = False
-        self.wake = asyncio.Event()
         self.finished = asyncio.Event()
         self.start_task: asyncio.Task[None] | None = None
-        self.pumper: asyncio.Task[None] | None = None
-        """Started on the first need to call the isolate (most runs never need it)."""
+        self.pumping = False
+        """A pump call is in the isolate: what arrives meanwhile waits for its return."""
         self.clock: asyncio.TimerHandle | None = None
         self.memory_check: asyncio.TimerHandle | None = None
         self.kind = "ok"
@@ -347,20 +350,38 @@ class Child:
             view = view[n:]
 
     async def read_messages(self) -> None:
-        reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
-        protocol = asyncio.StreamReaderProtocol(reader)
-        pipe = os.fdopen(self.proto_in, "rb", buffering=0)
-        await self.loop.connect_read_pipe(lambda: protocol, pipe)
-        while True:
+        """Act on the host's frames as they arrive, for as long as the host is there.
+
+        The loop reads the pipe itself, into one buffer: a frame is handled in the
+        iteration that read it, with no stream or task in between (a tool call's reply is
+        one frame, so this is on its hot path). A frame the child cannot act on ends the
+        process with the reason on stderr: the host reports that as the child's crash."""
+        fd = self.proto_in
+        os.set_blocking(fd, False)
+        splitter = FrameSplitter()
+        chunk = bytearray(READ_CHUNK)
+        view = memoryview(chunk)
+
+        def readable() -> None:
             try:
-                header = await reader.readexactly(FRAME_HEADER.size)
-                (size,) = FRAME_HEADER.unpack(header)
-                if size > MAX_FRAME_BYTES:
-                    os._exit(3)
-                body = await reader.readexactly(size)
-            except (asyncio.IncompleteReadError, ConnectionError):
+                n = os.readv(fd, [chunk])
+            except BlockingIOError:
+                return
+            except OSError:
                 os._exit(0)  # the host is gone: nothing left to serve
-            self.handle(self.decoder.decode(body))
+            if n == 0:
+                os._exit(0)
+            try:
+                for body in splitter.feed(view[:n]):
+                    self.handle(self.decoder.decode(body))
+            except FrameTooLarge:
+                os._exit(3)
+            except Exception:
+                traceback.print_exc()
+                os._exit(3)
+
+        self.loop.add_reader(fd, readable)
+        await self.loop.create_future()  # the process ends in os._exit
 
     def handle(self, message: HostMessage) -> None:
         match message:
@@ -376,7 +397,7 @@ class Child:
                         state.paused_total += time.monotonic() - state.paused_since
                         state.paused_since = None
                 state.inbox.append([call_id, body])
-                self.wake_pump(state)
+                self.pump(state)
             case Cancel(run_id=run_id, reason=reason):
                 state = self.run
                 if state is not None and state.msg.run_id == run_id and not state.done:
@@ -518,15 +539,8 @@ class Child:
         for timer in (state.clock, state.memory_check):
             if timer is not None:
                 timer.cancel()
-        if state.pumper is not None:
-            state.pumper.cancel()
+        isolate.cancel_pumps()
         await self.dispose(state)
-
-    def wake_pump(self, state: RunState) -> None:
-        """Have the pump loop call the isolate (starting the loop on the run's first need)."""
-        state.wake.set()
-        if state.pumper is None:
-            state.pumper = asyncio.ensure_future(self.pump_loop(state))
 
     def _start_done(self, state: RunState, task: asyncio.Task[None]) -> None:
         if task.cancelled() or state.done:
@@ -561,13 +575,12 @@ class Child:
 
     def take_journal(self, state: RunState) -> None:
         """The bell rang: act on what the isolate wrote, right in the bell's callback (no
-        isolate call is needed for that), and wake the pump loop only if the isolate has to
-        be called: replies to deliver, or an outbox to drain once the journal is full."""
+        isolate call is needed for that), and call the isolate only if it has to be: replies
+        to deliver, or an outbox to drain once the journal is full."""
         if state.isolate.out_of_room:
             self.finish_out_of_memory(state)
             return
-        if self.read_journal_into(state) and (state.inbox or state.isolate.journal_full()):
-            self.wake_pump(state)
+        self.pump(state)
 
     def read_journal_into(self, state: RunState) -> bool:
         """Act on what the isolate wrote since the last read; False once the run has ended."""
@@ -581,43 +594,51 @@ class Child:
             return False
         return not state.done
 
-    async def pump_loop(self, state: RunState) -> None:
-        """Call into the isolate when it has to be: to deliver replies, or to drain the
-        outbox once the journal is full."""
-        isolate = state.isolate
-        while not state.done:
-            await state.wake.wait()
-            state.wake.clear()
-            if state.done:
-                return
-            if not self.read_journal_into(state):  # keeps order: replies go in after these
-                return
-            if not (state.inbox or isolate.journal_full()):
-                continue
-            inbox_json = ""
-            if state.inbox:
-                inbox_json = msgspec.json.encode(state.inbox).decode()
-                state.inbox = []
+    def pump(self, state: RunState) -> None:
+        """Call into the isolate if it has to be: to deliver replies, or to drain the
+        outbox once the journal is full. One pump at a time: what arrives while one is in
+        the isolate goes in when it returns (see pumped).
+
+        This is a tool call's hot path, so it is callbacks, not a task: a reply is in the
+        isolate within the loop iteration that read it, and a pump's return is acted on
+        within the iteration that learned of it."""
+        if state.done or state.pumping:
+            return
+        if not self.read_journal_into(state):  # keeps order: replies go in after these
+            return
+        if state.pumping or not (state.inbox or state.isolate.journal_full()):
+            return  # (a message in the journal may have started a pump of its own)
+        inbox_json = ""
+        if state.inbox:
+            inbox_json = msgspec.json.encode(state.inbox).decode()
+            state.inbox = []
+        state.pumping = True
+        state.isolate.pump_soon(inbox_json, lambda out: self.pumped(state, out))
+
+    def pumped(self, state: RunState, out: str | BaseException) -> None:
+        """A pump returned ``out``: the outbox, or what stopped it."""
+        state.pumping = False
+        if state.done:
+            return
+        if isinstance(out, BaseException):  # terminated by a memory bound, say
+            if self.out_of_memory(state, out):
+                self.finish_out_of_memory(state)
+            else:
+                self.finish(state, "throw", error=str(out))
+            return
+        if out:
             try:
-                out = await isolate.pump(inbox_json)
-            except Exception as exc:  # terminated by a memory bound, or cancelled
-                if self.out_of_memory(state, exc):
+                messages = parse_lines(out)
+                self.take_messages(state, state.isolate.read_journal())
+                self.take_messages(state, messages)
+            except Exception as exc:
+                if isinstance(exc, MemoryError):
                     self.finish_out_of_memory(state)
-                elif not state.done:
-                    self.finish(state, "throw", error=str(exc))
-                return
-            if out:
-                try:
-                    messages = parse_lines(out)
-                    self.take_messages(state, isolate.read_journal())
-                    self.take_messages(state, messages)
-                except Exception as exc:
-                    if isinstance(exc, MemoryError):
-                        self.finish_out_of_memory(state)
-                        return
-                    text = f"The runtime sent a message the child could not read ({exc})."
-                    self.finish(state, "throw", error=text)
                     return
+                text = f"The runtime sent a message the child could not read ({exc})."
+                self.finish(state, "throw", error=text)
+                return
+        self.pump(state)  # replies that arrived meanwhile
 
     def drain_journal(self, state: RunState) -> None:
         """Take what the isolate wrote before the run ended (it may be wedged now)."""
@@ -691,7 +712,7 @@ class Child:
             error = _texts.message_ceiling_text("tool call's argument list", self.max_message_bytes)
         if error is not None:
             state.inbox.append([call_id, msgspec.json.encode({"error": error}).decode()])
-            self.wake_pump(state)
+            self.pump(state)
             return
         self.open_call(state, call_id)
         self.send(Call(state.msg.run_id, call_id, provider, _texts.well_formed(tool), args_json))

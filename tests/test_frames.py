@@ -1,0 +1,103 @@
+"""The length-prefixed frames both ends of a child's pipes speak, split from a byte stream
+however the stream arrives, and the isolate thread's Python state kept between callbacks
+and given back when the isolate closes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codemode._protocol import (
+    FRAME_HEADER,
+    MAX_FRAME_BYTES,
+    Call,
+    FrameSplitter,
+    FrameTooLarge,
+    encode_frame,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bodies=st.lists(st.binary(max_size=300), max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+)
+def test_frames_come_out_whole_and_in_order_however_the_stream_is_cut(
+    bodies: list[bytes], cuts: list[int]
+) -> None:
+    stream = b"".join(FRAME_HEADER.pack(len(b)) + b for b in bodies)
+    points = sorted({c for c in cuts if c < len(stream)} | {0, len(stream)})
+    splitter = FrameSplitter()
+    out: list[bytes] = []
+    for start, end in itertools.pairwise(points):
+        out.extend(splitter.feed(memoryview(stream)[start:end]))
+    assert out == bodies
+
+
+def test_a_message_survives_the_splitter_byte_by_byte() -> None:
+    frame = encode_frame(Call(7, 3, "store", "get", '[{"i":1}]'))
+    splitter = FrameSplitter()
+    got = [body for i in range(len(frame)) for body in splitter.feed(frame[i : i + 1])]
+    assert got == [frame[FRAME_HEADER.size :]]
+
+
+def test_a_header_over_the_limit_is_refused_before_its_body_arrives() -> None:
+    with pytest.raises(FrameTooLarge, match="above the protocol's limit"):
+        FrameSplitter().feed(FRAME_HEADER.pack(MAX_FRAME_BYTES + 1))
+
+
+def test_an_isolates_thread_gives_its_python_state_back_when_it_closes() -> None:
+    """Callbacks from an isolate's thread keep one Python thread state between them; each
+    closed isolate must give it back, or every run would leak one. Counted with the C API
+    in a process of its own (V8 never loads in the test process)."""
+    script = textwrap.dedent("""
+        import asyncio, ctypes, json
+        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.engine import Isolate
+
+        api = ctypes.pythonapi
+        api.PyInterpreterState_Get.restype = ctypes.c_void_p
+        api.PyInterpreterState_ThreadHead.restype = ctypes.c_void_p
+        api.PyInterpreterState_ThreadHead.argtypes = [ctypes.c_void_p]
+        api.PyThreadState_Next.restype = ctypes.c_void_p
+        api.PyThreadState_Next.argtypes = [ctypes.c_void_p]
+
+        def thread_states():
+            n, ts = 0, api.PyInterpreterState_ThreadHead(api.PyInterpreterState_Get())
+            while ts:
+                n, ts = n + 1, api.PyThreadState_Next(ts)
+            return n
+
+        async def main():
+            child = Child(1, 128, 1 << 20, 100, 0, 1)
+            child.load_stdlib()
+            loop = asyncio.get_running_loop()
+            counts = []
+            for _ in range(6):
+                isolate = Isolate()
+                await isolate.prepare(loop, child.config_json(), 128 * MB, LAYOUT)
+                rang = asyncio.Event()
+                isolate.on_bell = rang.set
+                await isolate.start(json.dumps(["async () => 6 * 7", [], "none"]))
+                await asyncio.wait_for(rang.wait(), 5)
+                during = thread_states()
+                await asyncio.to_thread(isolate.close)
+                counts.append((during, thread_states()))
+            print(json.dumps(counts))
+
+        asyncio.run(main())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    counts = [tuple(c) for c in json.loads(out.stdout)]
+    afters = [after for _, after in counts]
+    # While an isolate lives, its thread holds a state; once it is closed, none is left over.
+    assert all(during == after + 1 for during, after in counts), counts
+    assert len(set(afters)) == 1, counts
