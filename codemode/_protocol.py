@@ -18,6 +18,7 @@ given a slot; then it answers Ready.
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Final
 
@@ -41,6 +42,7 @@ __all__ = [
     "HostMessage",
     "Idle",
     "Invoke",
+    "PipeFrames",
     "Ready",
     "Recycle",
     "Release",
@@ -230,3 +232,28 @@ class FrameSplitter:
         if start:
             del buffer[:start]
         return bodies
+
+
+class PipeFrames:
+    """The frames arriving on a pipe, read by the loop's readiness callback (``add_reader``)
+    into one buffer kept for the pipe's life (see READ_CHUNK)."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self.fd = fd
+        self._splitter = FrameSplitter()
+        self._chunk = bytearray(READ_CHUNK)
+        self._view = memoryview(self._chunk)
+
+    def read(self) -> list[bytes] | None:
+        """The bodies of the frames that what the pipe holds now completes (``[]`` when it
+        holds nothing yet), or ``None`` once the pipe has closed. Raises FrameTooLarge."""
+        try:
+            n = os.readv(self.fd, [self._chunk])
+        except BlockingIOError:
+            return []
+        except OSError:
+            return None
+        if n == 0:
+            return None
+        return self._splitter.feed(self._view[:n])

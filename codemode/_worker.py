@@ -28,17 +28,16 @@ from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
     MAX_FRAME_BYTES,
-    READ_CHUNK,
     Adopt,
     Call,
     Cancel,
     ChildMessage,
     Done,
     Fetch,
-    FrameSplitter,
     FrameTooLarge,
     Idle,
     Invoke,
+    PipeFrames,
     Ready,
     Recycle,
     Release,
@@ -350,10 +349,7 @@ class Worker:
         frame each way, so this is on its hot path)."""
         fd = self._frames_fd
         assert fd is not None
-        os.set_blocking(fd, False)
-        splitter = FrameSplitter()
-        chunk = bytearray(READ_CHUNK)
-        view = memoryview(chunk)
+        frames = PipeFrames(fd)
 
         def stop(reason: str | None) -> None:
             loop.remove_reader(fd)
@@ -366,18 +362,12 @@ class Worker:
 
         def readable() -> None:
             try:
-                n = os.readv(fd, [chunk])
-            except BlockingIOError:
-                return
-            except OSError:
-                n = 0
-            if n == 0:
-                stop(None)
-                return
-            try:
-                bodies = splitter.feed(view[:n])
+                bodies = frames.read()
             except FrameTooLarge as exc:
                 stop(f"sent {exc}")
+                return
+            if bodies is None:
+                stop(None)
                 return
             for body in bodies:
                 try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ from codemode._protocol import (
     Call,
     FrameSplitter,
     FrameTooLarge,
+    PipeFrames,
     encode_frame,
 )
 
@@ -51,6 +53,22 @@ def test_a_message_survives_the_splitter_byte_by_byte() -> None:
 def test_a_header_over_the_limit_is_refused_before_its_body_arrives() -> None:
     with pytest.raises(FrameTooLarge, match="above the protocol's limit"):
         FrameSplitter().feed(FRAME_HEADER.pack(MAX_FRAME_BYTES + 1))
+
+
+def test_a_pipe_gives_nothing_until_a_frame_is_whole_and_none_once_closed() -> None:
+    read_end, write_end = os.pipe()
+    frames = PipeFrames(read_end)
+    try:
+        assert frames.read() == []  # nothing written yet: the read does not block
+        frame = encode_frame(Call(1, 2, "store", "get", "[]"))
+        os.write(write_end, frame[:3])
+        assert frames.read() == []
+        os.write(write_end, frame[3:] + frame)
+        assert frames.read() == [frame[FRAME_HEADER.size :]] * 2
+        os.close(write_end)
+        assert frames.read() is None
+    finally:
+        os.close(read_end)
 
 
 def test_an_isolates_thread_gives_its_python_state_back_when_it_closes() -> None:

@@ -38,17 +38,16 @@ from .._outcome import LogEntry
 from .._protocol import (
     FRAME_HEADER,
     MAX_FRAME_BYTES,
-    READ_CHUNK,
     Adopt,
     Call,
     Cancel,
     Done,
     Fetch,
-    FrameSplitter,
     FrameTooLarge,
     HostMessage,
     Idle,
     Invoke,
+    PipeFrames,
     Ready,
     Recycle,
     Release,
@@ -356,23 +355,14 @@ class Child:
         iteration that read it, with no stream or task in between (a tool call's reply is
         one frame, so this is on its hot path). A frame the child cannot act on ends the
         process with the reason on stderr: the host reports that as the child's crash."""
-        fd = self.proto_in
-        os.set_blocking(fd, False)
-        splitter = FrameSplitter()
-        chunk = bytearray(READ_CHUNK)
-        view = memoryview(chunk)
+        frames = PipeFrames(self.proto_in)
 
         def readable() -> None:
             try:
-                n = os.readv(fd, [chunk])
-            except BlockingIOError:
-                return
-            except OSError:
-                os._exit(0)  # the host is gone: nothing left to serve
-            if n == 0:
-                os._exit(0)
-            try:
-                for body in splitter.feed(view[:n]):
+                bodies = frames.read()
+                if bodies is None:
+                    os._exit(0)  # the host is gone: nothing left to serve
+                for body in bodies:
                     self.handle(self.decoder.decode(body))
             except FrameTooLarge:
                 os._exit(3)
@@ -380,7 +370,7 @@ class Child:
                 traceback.print_exc()
                 os._exit(3)
 
-        self.loop.add_reader(fd, readable)
+        self.loop.add_reader(frames.fd, readable)
         await self.loop.create_future()  # the process ends in os._exit
 
     def handle(self, message: HostMessage) -> None:
