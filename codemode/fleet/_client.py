@@ -291,6 +291,9 @@ class FleetExecutor:
             host_id=self.host_id,
             key_prefix=s.key_prefix,
             start_by_ms=self._clock.now_ms() + s.queue_timeout_ms,
+            # A job that may retain its isolate needs its worker's id with its outcome:
+            # it gets Started with the claim. Others start quietly (see JobSpec).
+            quiet_start=target is None and not fields.get("retain", False),
             **fields,
         )
         message = producer.build(spec, queue=queue,
@@ -414,10 +417,16 @@ class FleetExecutor:
             session.closed = True
             task.cancel()
             if self._disposed:
+                # A quiet start may not have said Started yet: the claim tells.
+                claimed = await asyncio.shield(
+                    session.abandon("The host's executor was disposed."))
+                started = claimed is not False
                 raise Disposed(
                     "The executor was disposed while this job ran."
-                    + (" The program had started." if session.started else " Nothing ran."),
-                    started=session.started) from None
+                    + (" The program had started." if claimed
+                       else " The program may have started (Redis did not answer)."
+                       if started else " Nothing ran."),
+                    started=started) from None
             await asyncio.shield(session.abandon("The caller stopped waiting for this run."))
             raise
         except BaseException:

@@ -82,6 +82,11 @@ log = logging.getLogger("codemode.fleet.worker")
 FINAL_PUSH_ATTEMPTS: Final = 3
 READER_DRAIN_S: Final = 0.5
 READER_DELAY_S: Final = 0.05
+STARTED_DELAY_S: Final = 0.05
+"""A quiet start (``JobSpec.quiet_start``): how long a job runs before its Started goes up
+on its own. A job that calls a tool sooner sends Started with its first call; one that
+finishes sooner sends none (its outcome says it ran). Until then the host, if it looks,
+finds the claim (``_session.py``)."""
 """When the reply channel's reader starts if no call started it: most jobs end sooner and
 never read the channel (a BLPOP, the close that ends it and its wake-up saved), and a
 Cancel pushed meanwhile waits in the list until the reader takes it."""
@@ -183,6 +188,9 @@ class _Job:
         self.run_task: asyncio.Task[Any] | None = None
         self.reader: asyncio.Task[None] | None = None
         self.dropped = 0
+        self.announced = not spec.quiet_start
+        """Whether the host has (or is about to have) this job's Started."""
+        self._announcing: asyncio.Task[None] | None = None
 
     # ---- the job's life ---------------------------------------------------------------
 
@@ -202,7 +210,7 @@ class _Job:
                 worker=self.runner.worker_id, start_by_ms=self.spec.start_by_ms,
                 lease_ttl_ms=self.settings.lease_ttl_ms, key_ttl_ms=self.settings.key_ttl_ms,
                 job_id=self.spec.job_id, started=encode(Started(self.runner.worker_id)),
-                expired=encode(Failed(expired.to_data())),
+                expired=encode(Failed(expired.to_data())), announce=self.announced,
             )
         except BROKER_ERRORS as exc:
             log.warning("job %s: Redis unreachable at claim (%s); not started",
@@ -216,7 +224,9 @@ class _Job:
             log.info("job %s not started: %s", self.spec.job_id, claim.state)
             return f"not started {self.spec.job_id}: {claim.state}"
         heartbeat = asyncio.ensure_future(self._heartbeat())
-        start_reader = asyncio.get_running_loop().call_later(READER_DELAY_S, self._start_reader)
+        loop = asyncio.get_running_loop()
+        start_reader = loop.call_later(READER_DELAY_S, self._start_reader)
+        announce = None if self.announced else loop.call_later(STARTED_DELAY_S, self._announce)
         self.run_task = asyncio.ensure_future(self._execute())
         try:
             final: Finished | Failed = await self.run_task
@@ -239,6 +249,8 @@ class _Job:
             self.ended = True
             heartbeat.cancel()
             start_reader.cancel()
+            if announce is not None:
+                announce.cancel()
             self._fail_pending("This run has ended.")
         await self._final(final, reader=self.reader)
         elapsed = (time.monotonic() - started_at) * 1000
@@ -443,6 +455,21 @@ class _Job:
                     # program's next call (~30 us off every relayed call).
                     await asyncio.sleep(0)
 
+    def _announce(self) -> None:
+        """A quiet start that ran STARTED_DELAY_S without a call: send its Started now."""
+        if self.announced or self.ended:
+            return
+        self.announced = True
+        task = asyncio.ensure_future(self._push_up(encode(Started(self.runner.worker_id))))
+        self._announcing = task  # keep a reference until it is done
+
+    async def _push_up(self, *messages: bytes) -> None:
+        try:
+            await push(self.runner.scripts, self.keys.up, *messages,
+                       ttl_ms=self.settings.key_ttl_ms)
+        except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
+            log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
+
     def _start_reader(self) -> None:
         if self.reader is None and not self.ended:
             self.reader = asyncio.ensure_future(self._read_down())
@@ -457,9 +484,13 @@ class _Job:
         call_id = next(self.ids)
         future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
         self.pending[call_id] = future
+        messages = [encode(message_for(call_id))]
+        if not self.announced:  # a quiet start's first call: Started goes up just before it
+            self.announced = True
+            messages.insert(0, encode(Started(self.runner.worker_id)))
         try:
             try:
-                await push(self.runner.scripts, self.keys.up, encode(message_for(call_id)),
+                await push(self.runner.scripts, self.keys.up, *messages,
                            ttl_ms=self.settings.key_ttl_ms)
             except BROKER_ERRORS as exc:
                 log.warning("job %s: could not send a call to its host (%s: %s)",

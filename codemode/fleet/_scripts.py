@@ -51,7 +51,8 @@ return {1, now, n + 1}
 
 _CLAIM: Final = _NOW + """
 -- KEYS: claim, up, lease, host, admission
--- ARGV: worker_id, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started_msg, expired_msg
+-- ARGV: worker_id, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started_msg, expired_msg,
+--       announce ('1': push started_msg on up; '0': the worker sends it later, if at all)
 local holder = redis.call('GET', KEYS[1])
 if holder then return {'taken', holder} end
 local start_by = tonumber(ARGV[2])
@@ -72,8 +73,10 @@ end
 -- the claim, one delivered after it by the time check above.
 redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(key_ttl, start_by - now + key_ttl))
 redis.call('SET', KEYS[3], ARGV[1], 'PX', tonumber(ARGV[3]))
-redis.call('RPUSH', KEYS[2], ARGV[6])
-redis.call('PEXPIRE', KEYS[2], key_ttl)
+if ARGV[8] == '1' then
+  redis.call('RPUSH', KEYS[2], ARGV[6])
+  redis.call('PEXPIRE', KEYS[2], key_ttl)
+end
 redis.call('ZADD', KEYS[5], 'XX', now + key_ttl, ARGV[5])
 return {'started', ''}
 """
@@ -177,11 +180,13 @@ class FleetScripts:
 
     async def claim(
         self, keys: list[str], *, worker: str, start_by_ms: int, lease_ttl_ms: int,
-        key_ttl_ms: int, job_id: str, started: bytes, expired: bytes,
+        key_ttl_ms: int, job_id: str, started: bytes, expired: bytes, announce: bool = True,
     ) -> ClaimResult:
+        """``announce``: push ``started`` on up with the claim (else the worker sends it)."""
         state, holder = await self._claim(
             keys=keys,
-            args=[worker, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started, expired],
+            args=[worker, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started, expired,
+                  "1" if announce else "0"],
         )
         return ClaimResult(_text(state), _text(holder))
 

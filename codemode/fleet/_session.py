@@ -3,7 +3,7 @@ requests, and turn whatever happens into an Outcome or a typed fault.
 
 ::
 
-    queued ──Started──▶ running ──Finished──▶ Outcome
+    queued ──Started, or a claim found by a check──▶ running ──Finished──▶ Outcome
       │                   │ ToolCall / FetchCall ─▶ dispatch / policy (in this host)
       │                   │                        ─▶ ToolReply / FetchReply on down
       │                   ├──Failed──▶ the fault it carries
@@ -259,7 +259,10 @@ class JobSession:
                     "it did not start it. Nothing ran; keep the host's event loop responsive.")
             raise JobExpired(f"This job was marked {result.holder} before it started; "
                              "nothing ran.")
-        # Claimed by a worker: its Started message is in the channel and comes next.
+        # Claimed by a worker: the job runs. Its Started may be in the channel, or not come
+        # at all (a quiet start sends none before its first call): from now on, the lease.
+        self.started = True
+        self.worker = result.holder
 
     def _worker_gone(self) -> str:
         return worker_gone_text(self.spec.handle, self.target[0] if self.target else "?")
@@ -291,13 +294,15 @@ class JobSession:
 
     # ---- leaving early ----------------------------------------------------------------
 
-    async def abandon(self, reason: str) -> None:
+    async def abandon(self, reason: str) -> bool | None:
         """The caller left before the outcome: make sure the job never starts, or stop it.
+        Returns whether a worker had claimed it (its program may have run), or ``None``
+        when Redis did not say.
 
         Best effort, bounded: a Redis that is gone cannot be told anything.
         """
         if self.settled:
-            return
+            return self.started
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2.0):
                 result = await self.scripts.settle(
@@ -305,9 +310,14 @@ class JobSession:
                     start_by_ms=self.spec.start_by_ms, job_id=self.spec.job_id,
                     key_ttl_ms=self.settings.key_ttl_ms, mark="cancelled", force=True,
                 )
-                if result.state == "taken" and result.holder not in MARKS:
-                    await push(self.scripts, self.keys.down, encode(Cancel(reason)),
-                               ttl_ms=self.settings.key_ttl_ms)
+                if result.state != "taken" or result.holder in MARKS:
+                    return False
+                self.started = True  # a quiet start may not have said so yet
+                self.worker = self.worker or result.holder
+                await push(self.scripts, self.keys.down, encode(Cancel(reason)),
+                           ttl_ms=self.settings.key_ttl_ms)
+                return True
+        return True if self.started else None
 
     async def withdraw(self, reason: str) -> None:
         """The admission failed on this side (its answer was lost, say), so the job may

@@ -92,6 +92,11 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     """``invoke`` / ``release``: the fleet handle, as the retaining job's outcome carried it."""
     request_json: str | None = None
     """``invoke``: the request as ``codemode._handles.plain_request`` encodes it."""
+    quiet_start: bool = False
+    """The host learns that the job started from its first call, its outcome, or a Started
+    the worker sends STARTED_DELAY_S into the run (``_jobrunner.py``), not from a Started
+    sent with the claim: a short job wakes its host once, for its outcome. Hosts that
+    predate the field leave it False, and get Started with the claim."""
 
 
 # ---- up: worker -> host ------------------------------------------------------------------

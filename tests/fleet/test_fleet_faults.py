@@ -3,6 +3,8 @@
 | fault                              | the caller gets                                  |
 |------------------------------------|--------------------------------------------------|
 | worker SIGKILLed mid-job           | WORKER_CRASHED, started=True, within the lease   |
+|   (a quiet start, before any call) | the same                                         |
+| a claim with no Started ever sent  | the host finds the claim, then the lost lease    |
 | its message redelivered later      | refused by the claim: the program never reruns   |
 | Redis restarted mid-job            | BROKER_UNREACHABLE; client and worker reconnect  |
 | host SIGKILLed while its job runs  | pending tool call rejects with host_gone_text(), |
@@ -25,12 +27,21 @@ import pytest
 import redis
 from fleet_helpers import eventually, job_ids, keys_of
 
-from broker_config import BrokerSettings
-from codemode import BrokerUnreachable, Outcome, WorkerCrashed, tool_result
+from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
+from codemode import (
+    BrokerUnreachable,
+    Disposed,
+    JobExpired,
+    Outcome,
+    WorkerCrashed,
+    tool_result,
+)
 from codemode._texts import host_gone_text
 from codemode.fleet import FleetExecutor
-from codemode.fleet._keys import admission_key
-from codemode.fleet._wire import Finished, decode_up
+from codemode.fleet._client import make_client
+from codemode.fleet._keys import admission_key, host_key
+from codemode.fleet._scripts import FleetScripts
+from codemode.fleet._wire import Failed, Finished, Started, decode_up, encode
 from codemode.fleet.testing import FAST_FAULTS, RedisServer, WorkerProcess
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
@@ -90,6 +101,94 @@ async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
     assert calls == 1
     claim = redis_sync.get(keys_of(settings.key_prefix, job_id).claim)
     assert claim is not None and claim.decode().endswith(str(victim.pid))
+
+
+async def test_a_quiet_start_killed_before_any_message_is_worker_crashed(
+        private_queue: BrokerSettings, redis_sync: redis.Redis,
+        start_worker: Callable[..., WorkerProcess]) -> None:
+    """A job that makes no call sends its Started STARTED_DELAY_S into the run (none with
+    the claim): its worker's death mid-run is still a started job's crash."""
+    victim = start_worker(private_queue, name="quiet-victim")
+    async with FleetExecutor(settings=private_queue) as ex:
+        task = asyncio.ensure_future(ex.execute(
+            "async () => { await new Promise((r) => setTimeout(r, 60_000)); }", timeout=120_000))
+        await eventually(lambda: job_ids(redis_sync, private_queue.key_prefix, "lease"), 30,
+                         "the claim")
+        await asyncio.sleep(0.3)  # past STARTED_DELAY_S: the worker has said Started
+        victim.kill()
+        killed_at = time.monotonic()
+        with pytest.raises(WorkerCrashed) as info:
+            await asyncio.wait_for(task, 30)
+        noticed = time.monotonic() - killed_at
+    assert info.value.started is True and "the program had started" in str(info.value)
+    assert noticed < private_queue.lease_ttl_ms / 1000 + 5, noticed
+
+
+async def test_the_host_finds_a_claimed_job_whose_started_never_comes(
+        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    """The worker's side played with the fleet's own scripts: a quiet claim, then nothing
+    (its worker died before its first message). The host's check finds the claim, follows
+    the lease from then on, and reports the started job's crash when the lease lapses."""
+    settings = replace(private_queue, lease_ttl_ms=1_500)
+    client = make_client(settings)
+    scripts = FleetScripts(client)
+    try:
+        async with FleetExecutor(settings=settings) as ex:
+            task = asyncio.ensure_future(ex.execute("() => 1"))
+            admitted = await eventually(
+                lambda: redis_sync.zrange(admission_key(settings.key_prefix), 0, -1), 10,
+                "the admission")
+            job_id = admitted[0].decode()
+            keys = keys_of(settings.key_prefix, job_id)
+            claim = await scripts.claim(
+                [keys.claim, keys.up, keys.lease, host_key(settings.key_prefix, ex.host_id),
+                 admission_key(settings.key_prefix)],
+                worker="gone-worker", start_by_ms=int(time.time() * 1000) + 60_000,
+                lease_ttl_ms=settings.lease_ttl_ms, key_ttl_ms=settings.key_ttl_ms,
+                job_id=job_id, started=encode(Started("gone-worker")),
+                expired=encode(Failed(JobExpired("late").to_data())), announce=False)
+            assert claim.state == "started"
+            claimed_at = time.monotonic()
+            with pytest.raises(WorkerCrashed) as info:
+                await asyncio.wait_for(task, 30)
+            noticed = time.monotonic() - claimed_at
+    finally:
+        redis_sync.delete(private_queue.queue)
+        await client.aclose()
+    assert info.value.started is True and "gone-worker" in str(info.value)
+    assert noticed < MAX_BLOCKING_WAIT_S + settings.lease_ttl_ms / 1000 + 3, noticed
+
+
+async def test_disposing_during_a_quiet_start_says_the_program_started(
+        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    """Disposed before the job's Started came (a quiet start says it late): the claim, not
+    the Started message, decides what the fault says."""
+    client = make_client(private_queue)
+    scripts = FleetScripts(client)
+    try:
+        ex = FleetExecutor(settings=private_queue)
+        task = asyncio.ensure_future(ex.execute("() => 1"))
+        admitted = await eventually(
+            lambda: redis_sync.zrange(admission_key(private_queue.key_prefix), 0, -1), 10,
+            "the admission")
+        job_id = admitted[0].decode()
+        keys = keys_of(private_queue.key_prefix, job_id)
+        claim = await scripts.claim(
+            [keys.claim, keys.up, keys.lease, host_key(private_queue.key_prefix, ex.host_id),
+             admission_key(private_queue.key_prefix)],
+            worker="quiet-worker", start_by_ms=int(time.time() * 1000) + 60_000,
+            lease_ttl_ms=private_queue.lease_ttl_ms, key_ttl_ms=private_queue.key_ttl_ms,
+            job_id=job_id, started=encode(Started("quiet-worker")),
+            expired=encode(Failed(JobExpired("late").to_data())), announce=False)
+        assert claim.state == "started"
+        await ex.aclose()
+        with pytest.raises(Disposed) as info:
+            await task
+    finally:
+        redis_sync.delete(private_queue.queue)
+        await client.aclose()
+    assert info.value.started is True, info.value
+    assert "The program had started" in str(info.value)
 
 
 async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(

@@ -208,6 +208,23 @@ async def test_claim_is_first_writer_wins_and_respects_start_by(on_redis: OnRedi
 
 
 @pytest.mark.anyio
+async def test_a_quiet_claim_takes_the_job_without_telling_the_host(on_redis: OnRedis) -> None:
+    """``announce=False`` (a quiet start): the claim and the lease are written, and nothing
+    goes on the host's channel, so a short job wakes its host once, for its outcome."""
+    client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
+    await client.set(host_key(prefix, "h"), b"1", px=5_000)
+    keys = JobKeys.of(prefix, "q")
+    claim = await scripts.claim(
+        [keys.claim, keys.up, keys.lease, host_key(prefix, "h"), admission_key(prefix)],
+        worker="w1", start_by_ms=int(time.time() * 1000) + 60_000, lease_ttl_ms=3_000,
+        key_ttl_ms=10_000, job_id="q", started=encode(Started("w1")),
+        expired=encode(Failed(JobExpired("late").to_data())), announce=False)
+    assert claim.state == "started"
+    assert await client.get(keys.claim) == b"w1" and await client.get(keys.lease) == b"w1"
+    assert await client.llen(keys.up) == 0
+
+
+@pytest.mark.anyio
 async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(on_redis: OnRedis) -> None:
     """Popping a list empty deletes its key, so the next push creates a key without an
     expiry: every push must re-arm it, or a channel nobody reads (a dead host) would stay."""
