@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import itertools
 import json
+import queue
 import struct
 import threading
 from collections.abc import Callable
@@ -108,8 +109,14 @@ class _CallbackThread:
         self.letting_go = True
         code = ctx._python_to_value_handle("0")
         ctx._dll.mr_eval(ctx._ctx, code.raw, 0)
-        ctx._non_cancelable_mr_task_results_queue.get()
+        with contextlib.suppress(queue.Empty):
+            # An engine that no longer answers is stopped by the context's teardown, which
+            # runs what is queued: the evaluation's callback still comes, and drops it.
+            ctx._non_cancelable_mr_task_results_queue.get(timeout=LET_GO_S)
 
+
+LET_GO_S = 0.25
+"""How long closing an isolate waits for the evaluation that drops its thread's state."""
 
 _gil_ensure = ctypes.pythonapi.PyGILState_Ensure
 _gil_ensure.restype = ctypes.c_int
