@@ -124,37 +124,42 @@ async def test_a_quiet_start_killed_before_any_message_is_worker_crashed(
     assert noticed < private_queue.lease_ttl_ms / 1000 + 5, noticed
 
 
+async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_id: str,
+                        worker: str) -> None:
+    """Play a worker with the fleet's own scripts: take the host's one admitted job with a
+    quiet claim (claim and lease written, no Started), and then do nothing more."""
+    admitted = await eventually(
+        lambda: redis_sync.zrange(admission_key(settings.key_prefix), 0, -1), 10, "the admission")
+    job_id = admitted[0].decode()
+    keys = keys_of(settings.key_prefix, job_id)
+    client = make_client(settings)
+    try:
+        claim = await FleetScripts(client).claim(
+            [keys.claim, keys.up, keys.lease, host_key(settings.key_prefix, host_id),
+             admission_key(settings.key_prefix)],
+            worker=worker, start_by_ms=int(time.time() * 1000) + 60_000,
+            lease_ttl_ms=settings.lease_ttl_ms, key_ttl_ms=settings.key_ttl_ms, job_id=job_id,
+            started=encode(Started(worker)), expired=encode(Failed(JobExpired("late").to_data())),
+            announce=False)
+    finally:
+        await client.aclose()
+        redis_sync.delete(settings.queue)  # no worker will take the job's message now
+    assert claim.state == "started"
+
+
 async def test_the_host_finds_a_claimed_job_whose_started_never_comes(
         private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
-    """The worker's side played with the fleet's own scripts: a quiet claim, then nothing
-    (its worker died before its first message). The host's check finds the claim, follows
-    the lease from then on, and reports the started job's crash when the lease lapses."""
+    """A quiet claim, then nothing (its worker died before its first message): the host's
+    check finds the claim, follows the lease from then on, and reports the started job's
+    crash when the lease lapses."""
     settings = replace(private_queue, lease_ttl_ms=1_500)
-    client = make_client(settings)
-    scripts = FleetScripts(client)
-    try:
-        async with FleetExecutor(settings=settings) as ex:
-            task = asyncio.ensure_future(ex.execute("() => 1"))
-            admitted = await eventually(
-                lambda: redis_sync.zrange(admission_key(settings.key_prefix), 0, -1), 10,
-                "the admission")
-            job_id = admitted[0].decode()
-            keys = keys_of(settings.key_prefix, job_id)
-            claim = await scripts.claim(
-                [keys.claim, keys.up, keys.lease, host_key(settings.key_prefix, ex.host_id),
-                 admission_key(settings.key_prefix)],
-                worker="gone-worker", start_by_ms=int(time.time() * 1000) + 60_000,
-                lease_ttl_ms=settings.lease_ttl_ms, key_ttl_ms=settings.key_ttl_ms,
-                job_id=job_id, started=encode(Started("gone-worker")),
-                expired=encode(Failed(JobExpired("late").to_data())), announce=False)
-            assert claim.state == "started"
-            claimed_at = time.monotonic()
-            with pytest.raises(WorkerCrashed) as info:
-                await asyncio.wait_for(task, 30)
-            noticed = time.monotonic() - claimed_at
-    finally:
-        redis_sync.delete(private_queue.queue)
-        await client.aclose()
+    async with FleetExecutor(settings=settings) as ex:
+        task = asyncio.ensure_future(ex.execute("() => 1"))
+        await claim_quietly(settings, redis_sync, ex.host_id, "gone-worker")
+        claimed_at = time.monotonic()
+        with pytest.raises(WorkerCrashed) as info:
+            await asyncio.wait_for(task, 30)
+        noticed = time.monotonic() - claimed_at
     assert info.value.started is True and "gone-worker" in str(info.value)
     assert noticed < MAX_BLOCKING_WAIT_S + settings.lease_ttl_ms / 1000 + 3, noticed
 
@@ -163,30 +168,12 @@ async def test_disposing_during_a_quiet_start_says_the_program_started(
         private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
     """Disposed before the job's Started came (a quiet start says it late): the claim, not
     the Started message, decides what the fault says."""
-    client = make_client(private_queue)
-    scripts = FleetScripts(client)
-    try:
-        ex = FleetExecutor(settings=private_queue)
-        task = asyncio.ensure_future(ex.execute("() => 1"))
-        admitted = await eventually(
-            lambda: redis_sync.zrange(admission_key(private_queue.key_prefix), 0, -1), 10,
-            "the admission")
-        job_id = admitted[0].decode()
-        keys = keys_of(private_queue.key_prefix, job_id)
-        claim = await scripts.claim(
-            [keys.claim, keys.up, keys.lease, host_key(private_queue.key_prefix, ex.host_id),
-             admission_key(private_queue.key_prefix)],
-            worker="quiet-worker", start_by_ms=int(time.time() * 1000) + 60_000,
-            lease_ttl_ms=private_queue.lease_ttl_ms, key_ttl_ms=private_queue.key_ttl_ms,
-            job_id=job_id, started=encode(Started("quiet-worker")),
-            expired=encode(Failed(JobExpired("late").to_data())), announce=False)
-        assert claim.state == "started"
-        await ex.aclose()
-        with pytest.raises(Disposed) as info:
-            await task
-    finally:
-        redis_sync.delete(private_queue.queue)
-        await client.aclose()
+    ex = FleetExecutor(settings=private_queue)
+    task = asyncio.ensure_future(ex.execute("() => 1"))
+    await claim_quietly(private_queue, redis_sync, ex.host_id, "quiet-worker")
+    await ex.aclose()
+    with pytest.raises(Disposed) as info:
+        await task
     assert info.value.started is True, info.value
     assert "The program had started" in str(info.value)
 
