@@ -592,12 +592,12 @@ class Child:
         This is a tool call's hot path, so it is callbacks, not a task: a reply is in the
         isolate within the loop iteration that read it, and a pump's return is acted on
         within the iteration that learned of it."""
-        if state.done or state.pumping:
-            return
-        if not self.read_journal_into(state):  # keeps order: replies go in after these
+        # What the isolate wrote is acted on at once, a pump in flight or not (the journal
+        # needs no isolate); and before replies go in, which keeps their order.
+        if state.done or not self.read_journal_into(state):
             return
         if state.pumping or not (state.inbox or state.isolate.journal_full()):
-            return  # (a message in the journal may have started a pump of its own)
+            return  # (the one in flight, or one a message in the journal started, takes them)
         inbox_json = ""
         if state.inbox:
             inbox_json = msgspec.json.encode(state.inbox).decode()
