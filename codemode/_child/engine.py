@@ -182,7 +182,7 @@ class Isolate:
         self._in_flight: set[int] = set()
         self._thread = _CallbackThread()
         self._pumps: set[int] = set()
-        """Task ids of pumps posted by :meth:`pump_soon` (cancelled by :meth:`cancel_pumps`)."""
+        """Task ids of pumps in flight (:meth:`pump_soon`; cancelled by :meth:`cancel_pumps`)."""
         self._pump_tasks: set[asyncio.Task[Any]] = set()
 
     async def prepare(
@@ -320,29 +320,29 @@ class Isolate:
         return int(task_id)
 
     def pump_soon(self, inbox_json: str, on_done: Callable[[str | BaseException], None]) -> None:
-        """:meth:`pump` for the run's hot path (every reply to a tool call): the isolate
-        is called now, and ``on_done`` gets the outbox (or the exception) when it returns.
-        An inbox too large for one feed takes the general path, as a task."""
+        """Deliver replies and take the outbox, on the run's hot path (every reply to a
+        tool call): the isolate is called now, and ``on_done`` gets the outbox (one JSON
+        array, or '') or the exception when it returns. An inbox too large for one feed
+        takes the general path, as a task."""
+        def pumped(out: Any) -> None:
+            on_done(out if isinstance(out, (str, BaseException)) else "")
+
         data = inbox_json.encode("utf-16-le", "surrogatepass")
         units = len(data) // 2
         if units > self._capacity:
-            task = asyncio.ensure_future(self.pump(inbox_json))
+            task = asyncio.ensure_future(self._write_units(data, _PUMP))
             self._pump_tasks.add(task)
 
-            def finished(t: asyncio.Task[str]) -> None:
+            def finished(t: asyncio.Task[Any]) -> None:
                 self._pump_tasks.discard(t)
                 if not t.cancelled() and not self.closed:
                     exc = t.exception()
-                    on_done(exc if exc is not None else t.result())
+                    pumped(exc if exc is not None else t.result())
 
             task.add_done_callback(finished)
             return
         self._put(data, units)
         struct.pack_into("<i", self._control, 0, _PUMP)
-
-        def pumped(out: Any) -> None:
-            on_done(out if isinstance(out, (str, BaseException)) else "")
-
         self._pumps.add(self._post(
             self.ctx._dll.mr_call_function, (self._api.raw, self._this.raw, self._argv.raw), pumped
         ))
@@ -361,7 +361,10 @@ class Isolate:
 
     async def _write(self, text: str, then: int) -> Any:
         """Put ``text`` into the inbound buffer (in as many feeds as it needs), then call."""
-        data = text.encode("utf-16-le", "surrogatepass")
+        return await self._write_units(text.encode("utf-16-le", "surrogatepass"), then)
+
+    async def _write_units(self, data: bytes, then: int) -> Any:
+        """:meth:`_write` for text already encoded as UTF-16 units."""
         units = len(data) // 2
         cap = self._capacity
         offset = 0
@@ -384,11 +387,6 @@ class Isolate:
     async def invoke(self, payload_json: str) -> None:
         """Call the retained handler: ``payload_json`` is ``[plain_request, network]``."""
         await self._write(payload_json, _INVOKE)
-
-    async def pump(self, inbox_json: str) -> str:
-        """Deliver replies and take the outbox (one JSON array, or '')."""
-        out = await self._write(inbox_json, _PUMP)
-        return out if isinstance(out, str) else ""
 
     def read_journal(self) -> list[Any]:
         """Messages written since the last read. Needs no isolate: safe while it is busy.
@@ -418,7 +416,7 @@ class Isolate:
         struct.pack_into("<i", view, 0, seq)  # last: the isolate reads the answer after this
 
     def journal_full(self) -> bool:
-        """Whether later messages wait in the outbox (taken with :meth:`pump`)."""
+        """Whether later messages wait in the outbox (taken with :meth:`pump_soon`)."""
         (full,) = struct.unpack_from("<i", self._journal, 8)
         return bool(full == 1)
 
