@@ -180,6 +180,8 @@ def _await_adoption(proto_in: int, proto_out: int) -> Adopt:
     decoder = msgspec.msgpack.Decoder(HostMessage)
     os.write(proto_out, encode_frame(Waiting()))  # a few bytes: one write, never partial
 
+    # Exactly one frame's bytes at a time, not PipeFrames' chunks: whatever follows Adopt
+    # is for the loop's reader, which starts after this returns.
     def read(n: int) -> bytes:
         data = b""
         while len(data) < n:
@@ -277,7 +279,7 @@ class RunState:
         self.finished = asyncio.Event()
         self.start_task: asyncio.Task[None] | None = None
         self.pumping = False
-        """A pump call is in the isolate: what arrives meanwhile waits for its return."""
+        """A pump call is in the isolate: replies that arrive meanwhile wait for its return."""
         self.clock: asyncio.TimerHandle | None = None
         self.memory_check: asyncio.TimerHandle | None = None
         self.kind = "ok"
