@@ -460,12 +460,11 @@ class _Job:
         if self.announced or self.ended:
             return
         self.announced = True
-        task = asyncio.ensure_future(self._push_up(encode(Started(self.runner.worker_id))))
-        self._announcing = task  # keep a reference until it is done
+        self._announcing = asyncio.ensure_future(self._send_started())  # referenced till done
 
-    async def _push_up(self, *messages: bytes) -> None:
+    async def _send_started(self) -> None:
         try:
-            await push(self.runner.scripts, self.keys.up, *messages,
+            await push(self.runner.scripts, self.keys.up, encode(Started(self.runner.worker_id)),
                        ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
             log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
