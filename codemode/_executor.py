@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import hashlib
 import itertools
 import threading
@@ -75,14 +76,14 @@ def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
         return PoolConfig()
     if isinstance(pool, PoolConfig):
         return pool
+    keys = [f.name for f in dataclasses.fields(PoolConfig)]
     if isinstance(pool, Mapping):
-        unknown = set(pool) - {"max_workers", "max_queue", "pin_cpus", "standby"}
+        unknown = set(pool) - set(keys)
         if unknown:
             raise InvalidRequest(
-                f"pool takes max_workers, max_queue, pin_cpus and standby, not {sorted(unknown)}.")
+                f"pool takes {', '.join(keys[:-1])} and {keys[-1]}, not {sorted(unknown)}.")
         return PoolConfig(**pool)
-    raise InvalidRequest(
-        "pool must be a PoolConfig or a mapping with max_workers/max_queue/pin_cpus/standby.")
+    raise InvalidRequest(f"pool must be a PoolConfig or a mapping with {'/'.join(keys)}.")
 
 
 class IsolateExecutor:
