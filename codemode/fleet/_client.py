@@ -420,13 +420,14 @@ class FleetExecutor:
                 # A quiet start may not have said Started yet: the claim tells.
                 claimed = await asyncio.shield(
                     session.abandon("The host's executor was disposed."))
-                started = claimed is not False
-                raise Disposed(
-                    "The executor was disposed while this job ran."
-                    + (" The program had started." if claimed
-                       else " The program may have started (Redis did not answer)."
-                       if started else " Nothing ran."),
-                    started=started) from None
+                if claimed:
+                    said = " The program had started."
+                elif claimed is None:
+                    said = " The program may have started (Redis did not answer)."
+                else:
+                    said = " Nothing ran."
+                raise Disposed("The executor was disposed while this job ran." + said,
+                               started=claimed is not False) from None
             await asyncio.shield(session.abandon("The caller stopped waiting for this run."))
             raise
         except BaseException:
