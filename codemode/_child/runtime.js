@@ -684,12 +684,13 @@
   // arguments (a call that needs no argument array never waits for a busy isolate).
   const operations = [null, start, pump, feed, invoke];
   // The script's value is the argument array of every call: [api]. Python takes api out
-  // of it and appends the bell, so the first call, the setup, gets (api, bell): it takes
-  // the bell and returns the channel. Later calls get the same array and ignore it. (One
-  // array from the script saves the isolate a second evaluation, `[]`, per preparation.)
-  const api = (function api(self, ringBell) {
+  // of it; the first call, the setup, comes with the bell as `this`: it takes the bell and
+  // returns the channel. Later calls get `undefined` and the same array, and ignore both.
+  // (One array from the script saves the isolate a second evaluation, `[]`, per
+  // preparation; the bell as `this` saves appending it to that array.)
+  const api = (function api() {
     if (bell === null) {
-      bell = ringBell;
+      bell = this;
       return channel;
     }
     return operations[control[0]]();
