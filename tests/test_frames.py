@@ -1,6 +1,6 @@
 """The length-prefixed frames both ends of a child's pipes speak, split from a byte stream
-however the stream arrives, and the isolate thread's Python state kept between callbacks
-and given back when the isolate closes."""
+however the stream arrives, the isolate thread's Python state kept between callbacks and
+given back when the isolate closes, and the collector kept off the child's startup objects."""
 
 from __future__ import annotations
 
@@ -119,3 +119,28 @@ def test_an_isolates_thread_gives_its_python_state_back_when_it_closes() -> None
     # while an isolate lives its thread holds one, and once it is closed none is left over.
     counts = [tuple(c) for c in json.loads(out.stdout)]
     assert counts == [(1, 0)] * len(counts), counts
+
+
+def test_the_child_freezes_what_it_built_to_start_and_still_collects_what_comes_after() -> None:
+    """_freeze_startup_objects: the oldest generation no longer walks the startup objects,
+    and cyclic garbage made afterwards (what runs leave) is still collected."""
+    script = textwrap.dedent("""
+        import gc, json, weakref
+        from codemode._child import main
+        main._freeze_startup_objects()
+        frozen = gc.get_freeze_count()
+
+        class Node:
+            pass
+
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: reference counting alone never frees it
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        print(json.dumps([frozen, gone() is None]))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    frozen, collected = json.loads(out.stdout)
+    assert frozen > 5_000 and collected

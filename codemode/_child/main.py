@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import json
 import os
 import resource
@@ -160,6 +161,17 @@ def _set_parent_death_signal() -> None:
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
         if os.getppid() == 1:  # the host died before prctl took effect
             os._exit(0)
+
+
+def _freeze_startup_objects() -> None:
+    """Keep the collector's oldest generation off what the child built to start.
+
+    The imports, V8's bindings and the standard library's sources leave ~23,000 objects
+    that live as long as the child does; every collection of the oldest generation walked
+    them all again (5-12 ms, measured: a run's whole budget). Frozen, they are never
+    walked; the younger generations, which collect what runs leave behind, are unchanged."""
+    gc.collect()
+    gc.freeze()
 
 
 def _batch_scheduling() -> None:
@@ -922,6 +934,7 @@ class Child:
         self.loop = asyncio.get_running_loop()
         self.loop.set_exception_handler(self.on_loop_exception)
         missing = await self.probe() if self.probe_engine else []
+        _freeze_startup_objects()  # before the spares: what they leave behind is collected
         if not missing:
             for _ in range(SPARE_ISOLATES):
                 self.spares.append(await self.new_isolate())
