@@ -124,7 +124,7 @@ _ENTROPY_SETTER = "_ZN2v82V816SetEntropySourceEPFbPhmE"
 """``v8::V8::SetEntropySource(bool (*)(unsigned char*, size_t))``, exported by mini-racer's
 library (the Itanium name: mini-racer's Python layer does not wrap it)."""
 _Entropy = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_size_t)
-_entropy_source: Any = None
+_entropy_given = False
 
 
 def _os_entropy(buffer: int, length: int) -> bool:
@@ -143,17 +143,17 @@ def _os_entropy(buffer: int, length: int) -> bool:
     return True
 
 
-_os_entropy_for_v8 = _Entropy(_os_entropy)
+_os_entropy_for_v8 = _Entropy(_os_entropy)  # module-level: V8 calls it as long as the process lives
 
 
 def _use_os_entropy(dll: Any) -> None:
     """Give V8 :func:`_os_entropy`, once per process, before its first isolate. A library
     that does not export the setter keeps V8's own way."""
-    global _entropy_source
-    if _entropy_source is not None:
+    global _entropy_given
+    if _entropy_given:
         return
+    _entropy_given = True
     setter = getattr(dll, _ENTROPY_SETTER, None)
-    _entropy_source = _os_entropy_for_v8  # referenced for as long as the process lives
     if setter is not None:
         setter.argtypes = [_Entropy]
         setter.restype = None

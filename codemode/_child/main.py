@@ -168,7 +168,7 @@ def _freeze_startup_objects() -> None:
 
     The imports, V8's bindings and the standard library's sources leave ~23,000 objects
     that live as long as the child does; every collection of the oldest generation walked
-    them all again (5-12 ms, measured: a run's whole budget). Frozen, they are never
+    them all again (5-12 ms, inside whichever run set it off). Frozen, they are never
     walked; the younger generations, which collect what runs leave behind, are unchanged."""
     gc.collect()
     gc.freeze()
