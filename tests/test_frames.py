@@ -1,6 +1,7 @@
 """The length-prefixed frames both ends of a child's pipes speak, split from a byte stream
 however the stream arrives, the isolate thread's Python state kept between callbacks and
-given back when the isolate closes, and the collector kept off the child's startup objects."""
+given back when the isolate closes, the collector kept off the child's startup objects, and
+a closed isolate left to reference counting rather than to the collector."""
 
 from __future__ import annotations
 
@@ -144,3 +145,47 @@ def test_the_child_freezes_what_it_built_to_start_and_still_collects_what_comes_
     assert out.returncode == 0, out.stderr
     frozen, collected = json.loads(out.stdout)
     assert frozen > 5_000 and collected
+
+
+def test_a_closed_isolate_and_its_run_leave_no_cycles_for_the_collector() -> None:
+    """Isolate.close undoes the links that made the isolate, its context and the run's state
+    one cycle, so reference counting frees them, and the collector finds none of them.
+    (mini-racer leaves a ctypes array type per isolate, a cycle of its own, not ours.)"""
+    script = textwrap.dedent("""
+        import asyncio, gc, json
+        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.engine import Isolate
+
+        class RunState:  # what the child's bell holds, as Child.serve makes it
+            def __init__(self, isolate):
+                self.isolate = isolate
+
+        async def main():
+            child = Child(1, 128, 1 << 20, 100, 0, 1)
+            child.load_stdlib()
+            loop = asyncio.get_running_loop()
+            gc.collect()
+            gc.disable()
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            found = set()
+            for _ in range(3):
+                isolate = Isolate()
+                await isolate.prepare(loop, child.config_json(), 128 * MB, LAYOUT)
+                state = RunState(isolate)
+                rang = asyncio.Event()
+                isolate.on_bell = lambda: (rang.set(), state)
+                await isolate.start(json.dumps(["async () => 6 * 7", [], "none"]))
+                await asyncio.wait_for(rang.wait(), 5)
+                await asyncio.to_thread(isolate.close)
+                del isolate, state, rang
+                gc.collect()
+                found |= {type(o).__qualname__ for o in gc.garbage}
+                gc.garbage.clear()
+            print(json.dumps(sorted(found)))
+
+        asyncio.run(main())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    found = set(json.loads(out.stdout))
+    assert not found & {"Isolate", "Context", "RunState", "ValueHandle", "ExitStack", "Queue"}, found

@@ -192,6 +192,10 @@ async def _new_context(
     return contexts[0], free
 
 
+def _ignore(*_: Any) -> None:
+    """What a closed isolate does with a bell or a value handle's free: nothing."""
+
+
 class Isolate:
     """A fresh context with the runtime installed; used for exactly one run.
 
@@ -479,3 +483,12 @@ class Isolate:
             if self.ctx is not None:
                 self._thread.let_go(self.ctx)
             self._stack.close()
+            # Undo the links that made the isolate, its context and its run one cycle (the
+            # context freed through this isolate, the bell held the run's state, the
+            # context's queue holds a handle to it), so that reference counting frees them
+            # at once: the collector found ~80 objects of each trivial run in cycles, now none.
+            self.on_bell = _ignore
+            if self.ctx is not None:
+                object.__setattr__(self.ctx, "_free", _ignore)
+                # The release's result (see let_go), a handle that points back at the context.
+                self.ctx._non_cancelable_mr_task_results_queue.queue.clear()
