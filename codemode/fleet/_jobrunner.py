@@ -82,14 +82,14 @@ log = logging.getLogger("codemode.fleet.worker")
 FINAL_PUSH_ATTEMPTS: Final = 3
 READER_DRAIN_S: Final = 0.5
 READER_DELAY_S: Final = 0.05
+"""When the reply channel's reader starts if no call started it: most jobs end sooner and
+never read the channel (a BLPOP, the close that ends it and its wake-up saved), and a
+Cancel pushed meanwhile waits in the list until the reader takes it."""
 STARTED_DELAY_S: Final = 0.05
 """A quiet start (``JobSpec.quiet_start``): how long a job runs before its Started goes up
 on its own. A job that calls a tool sooner sends Started with its first call; one that
 finishes sooner sends none (its outcome says it ran). Until then the host, if it looks,
 finds the claim (``_session.py``)."""
-"""When the reply channel's reader starts if no call started it: most jobs end sooner and
-never read the channel (a BLPOP, the close that ends it and its wake-up saved), and a
-Cancel pushed meanwhile waits in the list until the reader takes it."""
 
 _Answer = ToolReply | FetchReply | str
 """What a pending call resolves to: the host's reply, or a text the call rejects with."""
