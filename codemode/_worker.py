@@ -366,6 +366,10 @@ class Worker:
             except FrameTooLarge as exc:
                 stop(f"sent {exc}")
                 return
+            except Exception as exc:  # a bug here must not leave a caller waiting forever
+                log.exception("worker %s reader failed", self.id)
+                stop(f"could not be read ({type(exc).__name__})")
+                return
             if bodies is None:
                 stop(None)
                 return

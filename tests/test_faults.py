@@ -5,6 +5,7 @@
 | child SIGKILLed mid-run                | WORKER_CRASHED, started=True, names SIGKILL(-9)      |
 | child SIGKILLed while idle             | replaced without a second engine probe; serves       |
 | child sends a garbage frame            | WORKER_CRASHED, started=True, "malformed message"    |
+| the host's reader of a child fails     | WORKER_CRASHED "could not be read"; child replaced   |
 | dispatch raises                        | the call rejects with a short message (test_tools)   |
 | dispatch never answers                 | the timeout text at the bound (test_bounds)          |
 | 50 concurrent over 2 workers, queue 3  | served or QUEUE_FULL at once (test_bounds)           |
@@ -90,6 +91,33 @@ def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
             ex.execute("async () => 1")
         assert "sent a malformed message" in str(info.value)
         assert not info.value.started  # the garbage came before the child said Started
+
+
+def test_a_reader_that_fails_in_the_host_is_a_typed_fault_and_the_pool_serves_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the host's frame reader must end the run it was serving with a fault, not
+    leave the caller waiting for frames nobody reads any more."""
+    from codemode._protocol import PipeFrames
+
+    real_read = PipeFrames.read
+    failures = []
+
+    def failing_read(self: PipeFrames) -> list[bytes] | None:
+        if not failures:
+            failures.append(1)
+            raise RuntimeError("a reader bug")
+        return real_read(self)
+
+    async def main() -> None:
+        async with IsolateExecutor(pool={"max_workers": 1}) as ex:
+            assert (await ex.execute("async () => 1")).result == 1
+            monkeypatch.setattr(PipeFrames, "read", failing_read)
+            with pytest.raises(WorkerCrashed) as info:
+                await asyncio.wait_for(ex.execute("async () => 2"), 30)
+            assert "could not be read (RuntimeError)" in str(info.value)
+            assert (await asyncio.wait_for(ex.execute("async () => 6 * 7"), 60)).result == 42
+
+    asyncio.run(main())
 
 
 def test_an_out_of_memory_death_with_a_long_backtrace_is_the_memory_text() -> None:
