@@ -28,12 +28,13 @@ def test_isolates_are_seeded_through_the_entropy_source_and_differ() -> None:
         async def main():
             child = Child(1, 128, 1 << 20, 100, 0, 1)
             child.load_stdlib()
+            child.install_runtime()
             loop = asyncio.get_running_loop()
             per_isolate, randoms = [], []
             for _ in range(3):
                 before = len(drawn)
                 isolate = Isolate()
-                await isolate.prepare(loop, child.config_json(), 128 * MB, LAYOUT)
+                await isolate.prepare(loop, child.boot_script(), 128 * MB, LAYOUT)
                 per_isolate.append(len(drawn) - before)
                 randoms.append(await isolate.ctx.eval_cancelable("Math.random()"))
                 await asyncio.to_thread(isolate.close)

@@ -16,8 +16,9 @@ synchronous step:
 mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every context, so we
 build contexts from the layer under it and install our runtime instead.
 
-Preparing an isolate is most of a trivial run's cost, so its steps are counted: one script
-evaluation (the runtime, parsed once: see runtime.js, whose value is the argument array), one call.
+Preparing an isolate is most of a trivial run's cost, so its steps are counted: the
+isolate itself (started from the child's snapshot of the runtime: see snapshot.py), one
+script evaluation (the runtime's boot call, whose value is the argument array), one call.
 """
 
 from __future__ import annotations
@@ -42,10 +43,14 @@ from py_mini_racer._objects import ObjectFactoryImpl
 from py_mini_racer._types import JSUndefined
 
 from ..stdlib import blank_comment_lines
+from . import snapshot as _snapshot
 
 __all__ = ["Isolate"]
 
 _RUNTIME: tuple[str, str] | None = None
+_per_isolate_source: str | None = None
+"""What each isolate evaluates before its boot call (see :func:`install_runtime`): empty
+when isolates start from the runtime's snapshot, the whole runtime when they do not."""
 _HEADER = 8
 _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
@@ -56,9 +61,33 @@ rings the bell a great many times without a call into the isolate holds little."
 
 
 def _with_config(config_json: str) -> str:
-    """The runtime's source with this isolate's configuration in its slot."""
+    """The runtime's source with the child's configuration in its slot."""
     before, after = _runtime_parts()
     return f"{before}const configJson = {json.dumps(config_json)};{after}"
+
+
+def install_runtime(config_json: str, *, snapshot: bool = True) -> str | None:
+    """Make the runtime, with the child's configuration (the same for all its isolates),
+    part of every isolate this process creates from now on: run once into a startup
+    snapshot (see snapshot.py), or, where that cannot be done or ``snapshot`` is False,
+    evaluated in each isolate as it is prepared. Call once, before the first isolate.
+    Returns None when isolates start from the snapshot, else why they do not."""
+    global _per_isolate_source
+    source = _with_config(config_json)
+    dll = init_mini_racer(ignore_duplicate_init=True)
+    _use_os_entropy(dll)
+    reason = _snapshot.install(dll, source) if snapshot else "turned off"
+    _per_isolate_source = "" if reason is None else source + "\n"
+    return reason
+
+
+def boot_script(seed: str, time_origin_ms: float) -> str:
+    """The script that prepares one isolate: the runtime's boot call with what the isolate
+    gets of its own (64 hex characters of entropy, its time origin in ms since the epoch),
+    preceded by the runtime itself when there is no snapshot. Its value is ``[api]``."""
+    if _per_isolate_source is None:
+        raise RuntimeError("install_runtime() has not been called in this process")
+    return f"{_per_isolate_source}__codemode_boot({json.dumps(seed)}, {time_origin_ms!r})"
 
 
 def _runtime_parts() -> tuple[str, str]:
@@ -228,11 +257,12 @@ class Isolate:
     async def prepare(
         self,
         loop: asyncio.AbstractEventLoop,
-        config_json: str,
+        boot: str,
         memory_bytes: int,
         layout: dict[str, int],
     ) -> None:
-        """Create the context and install the runtime (done while the child is idle)."""
+        """Create the context and boot the runtime in it with ``boot`` (a
+        :func:`boot_script`), while the child is idle."""
         self.ctx, free = await _new_context(loop, self._guard, self._thread)
         self._stack.callback(free)
         ctx = self.ctx
@@ -240,10 +270,10 @@ class Isolate:
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
-        # Compiling the runtime is the long step (~1 ms): the engine thread does it while
-        # this loop stays free for a run that arrives meanwhile (it takes another spare).
-        source = ctx._python_to_value_handle(_with_config(config_json))
-        # The runtime's value is the argument array of every call: [api].
+        # Without a snapshot, compiling the runtime is the long step (~1 ms): the engine
+        # thread does it while this loop stays free for a run that arrives meanwhile.
+        source = ctx._python_to_value_handle(boot)
+        # The boot call's value is the argument array of every call: [api].
         argv: Any = await self._task(ctx._dll.mr_eval, source.raw)
         # The isolate is idle and runs only our runtime: this step is synchronous (~0.08
         # ms, less than the second evaluation of `[]` it replaced).

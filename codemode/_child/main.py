@@ -349,6 +349,8 @@ class Child:
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
         self.bundles: dict[str, str] = {}
         self._static_config: str | None = None
+        self.snapshot_refused: str | None = None
+        """Why this child's isolates do not start from a snapshot of the runtime (None: they do)."""
         self.probe_engine = probe_engine
         """Whether to check the engine before Ready (the pool's first child does; its
         replacements run the same binary with the same flags and skip it)."""
@@ -432,9 +434,25 @@ class Child:
 
     # ---- isolates -----------------------------------------------------------------
 
+    def install_runtime(self) -> None:
+        """Make the runtime, configured for this child, part of every isolate it will
+        create (into a startup snapshot, unless CODEMODE_CHILD_SNAPSHOT=off or the engine's
+        build does not allow one: see snapshot.py). Once, before the first isolate."""
+        from . import engine
+
+        snapshot = os.environ.get("CODEMODE_CHILD_SNAPSHOT", "on") != "off"
+        self.snapshot_refused = engine.install_runtime(self.config_json(), snapshot=snapshot)
+
+    def boot_script(self) -> str:
+        """What prepares one isolate: the runtime's boot with what each isolate gets of its
+        own, a random seed and its time origin."""
+        from . import engine
+
+        return engine.boot_script(secrets.token_hex(32), time.time() * 1000)
+
     def config_json(self) -> str:
-        """The runtime's configuration for one isolate: the child's static settings (encoded
-        once) plus what each isolate gets of its own (a random seed and its time origin)."""
+        """The runtime's configuration: the child's settings, the same for every isolate
+        (encoded once)."""
         if self._static_config is None:
             texts = _texts_for(self.max_message_bytes)
             texts["logsDropped"] = texts["logsDropped"].replace("{kept}", str(self.max_log_entries))
@@ -452,14 +470,13 @@ class Child:
                 "userAgent": USER_AGENT,
                 "modules": self.stdlib_modules,
             }).decode()
-        own = f'"seed":"{secrets.token_hex(32)}","timeOrigin":{time.time() * 1000!r}}}'
-        return self._static_config[:-1] + "," + own
+        return self._static_config
 
     async def new_isolate(self) -> Any:
         from .engine import Isolate
 
         isolate = Isolate(self.near_data_limit)
-        await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB, LAYOUT)
+        await isolate.prepare(self.loop, self.boot_script(), self.memory_limit_mb * MB, LAYOUT)
         return isolate
 
     def near_data_limit(self) -> bool:
@@ -884,7 +901,7 @@ class Child:
         missing: list[str] = []
         isolate = Isolate()
         try:
-            await isolate.prepare(self.loop, self.config_json(), self.memory_limit_mb * MB, LAYOUT)
+            await isolate.prepare(self.loop, self.boot_script(), self.memory_limit_mb * MB, LAYOUT)
         except Exception as exc:
             return [f"cannot create an isolate and install the runtime ({exc})"]
         rang = asyncio.Event()
@@ -979,7 +996,7 @@ def main(argv: list[str]) -> None:
     child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
                   probe_engine=probe_engine)
     child.load_stdlib()
-    from . import engine  # noqa: F401  (what preparing an isolate imports, loaded now)
+    child.install_runtime()  # a standby does it before it waits: adoption only prepares isolates
 
     if cpu == "standby":
         adopt = _await_adoption(proto_in, proto_out)

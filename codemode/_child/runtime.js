@@ -1,12 +1,17 @@
 // The runtime installed in every fresh isolate before a program runs.
 //
-// Evaluated once per isolate, while the child is idle, as one script: a block whose
-// value is `api`, the single entry point. The child writes its configuration (a JSON
-// string literal) into the slot on the first line of the block before evaluating. A
-// script's top level is compiled once; the same code as a function expression was parsed
+// Two stages. The script itself (a block: every name below stays out of the global
+// scope) runs once per child, into the V8 startup snapshot every isolate of that child
+// starts from (see snapshot.py); where no snapshot can be used, it runs once per isolate.
+// The child writes its configuration (a JSON string literal, the same for every isolate of
+// the child) into the slot on the first line of the block before evaluating. The script
+// leaves one global behind, `__codemode_boot(seed, timeOrigin)`: each isolate calls it
+// once, before anything else runs; it removes itself, makes what a snapshot cannot hold
+// (the shared channel buffers) and what each isolate must have of its own (a random seed,
+// a time origin), and returns `[api]`, the argument array of every later call.
+// A script's top level is compiled once; the same code as a function expression was parsed
 // twice (a pre-parse when evaluated, a full parse when called), which cost a trivial run
-// about 0.5 ms.
-// The block keeps every name below out of the global scope.
+// about 0.5 ms when the script still ran per isolate.
 //
 // Functions every run calls are written `const f = (function f(...) {...});`: V8 compiles
 // a parenthesized function expression with the script (while the child is idle) instead
@@ -60,13 +65,11 @@
 
   const config = JSONparse(configJson);
   let network = 'host';
-  // One SharedArrayBuffer carries every channel between this isolate and the child's
-  // Python (offsets in config.layout): a control word, the inbound buffer, the outbound
-  // journal and the synchronous-answer buffer. One buffer means one conversion when the
-  // child prepares the isolate.
+  // The channels' offsets inside the one SharedArrayBuffer boot() makes per isolate (a
+  // snapshot cannot hold one); until then, these views are null.
   const layout = config.layout;
-  const channel = new SharedArrayBuffer(layout.total);
-  const control = new Int32Array(channel, 0, 4);
+  let channel = null;
+  let control = null;
   const maxMessage = config.maxMessageBytes;
   const maxLogs = config.maxLogEntries;
   const texts = config.texts;
@@ -82,8 +85,8 @@
   // When the journal is full, the rest of the run's messages wait in the outbox, which
   // Python takes with pump() (in order: the journal never resumes).
   const JOURNAL_UNITS = config.journalUnits;
-  const journalHead = new Int32Array(channel, layout.journal, 4);
-  const journalUnits = new Uint16Array(channel, layout.journal + 16, JOURNAL_UNITS);
+  let journalHead = null;
+  let journalUnits = null;
   const atomicsStore = Atomics.store;
   const atomicsExchange = Atomics.exchange;
   let journalPos = 0;
@@ -139,8 +142,8 @@
   // Python writes text into this SharedArrayBuffer (UTF-16 code units after an 8-byte
   // header holding the count) and then calls feed/pump/start with no arguments: a call
   // that needs no argument array, so Python never has to touch a busy isolate.
-  const inboundCount = new Int32Array(channel, layout.inbound, 1);
-  const inboundUnits = new Uint16Array(channel, layout.inbound + 8, config.inboundUnits);
+  let inboundCount = null;
+  let inboundUnits = null;
   let fed = '';
   const fromCharCode = StringCtor.fromCharCode;
   // The first n elements of a typed array as a string, one char per element (UTF-16 units
@@ -351,7 +354,7 @@
   // ---- timers --------------------------------------------------------------------
   // Atomics.waitAsync with a timeout is a macrotask scheduled by V8's own platform:
   // no host round trip per timer. A zero delay still yields to the task queue.
-  const cell = new Int32Array(new SharedArrayBuffer(4));
+  let cell = null;
   const timers = new MapCtor();
   let nextTimer = 1;
   const MAX_TIMERS = config.maxTimers;
@@ -408,8 +411,8 @@
   // the child for it synchronously. The request goes out through the journal; the answer
   // comes back in a buffer of its own that this thread polls with Atomics.wait (Python
   // cannot notify a V8 waiter, so the wait is sliced). A trivial run loads nothing.
-  const syncHead = new Int32Array(channel, layout.sync, 4);
-  const syncUnits = new Uint16Array(channel, layout.sync + 16, config.syncUnits);
+  let syncHead = null;
+  let syncUnits = null;
   const atomicsLoad = Atomics.load;
   const atomicsWait = Atomics.wait;
   let syncSeq = 0;
@@ -448,11 +451,9 @@
   };
   host.require = requireModule;
   host.log = log;
-  host.seed = config.seed;
-  host.timeOrigin = config.timeOrigin;
   host.userAgent = config.userAgent;
   host.fetch = hostFetch;
-  Object.freeze(host);
+  // host.seed and host.timeOrigin are each isolate's own: boot() sets them and freezes host.
   const moduleIds = Object.keys(config.modules);
   // In a function, not at top level: the loop would make V8 compile the whole script
   // a second time (baseline code for a script that runs once).
@@ -683,11 +684,11 @@
   // Python writes an operation code into the control word, then calls this with no
   // arguments (a call that needs no argument array never waits for a busy isolate).
   const operations = [null, start, pump, feed, invoke];
-  // The script's value is the argument array of every call: [api]. Python takes api out
-  // of it; the first call, the setup, comes with the bell as `this`: it takes the bell and
+  // boot()'s value is the argument array of every call: [api]. Python takes api out of
+  // it; the first call, the setup, comes with the bell as `this`: it takes the bell and
   // returns the channel. Later calls get `undefined` and the same array, and ignore both.
-  // (One array from the script saves the isolate a second evaluation, `[]`, per
-  // preparation; the bell as `this` saves appending it to that array.)
+  // (One array from boot saves the isolate a second evaluation, `[]`, per preparation;
+  // the bell as `this` saves appending it to that array.)
   const api = (function api() {
     if (bell === null) {
       bell = this;
@@ -695,5 +696,29 @@
     }
     return operations[control[0]]();
   });
-  [api];  // the script's value
+
+  // ---- boot: what each isolate needs of its own ------------------------------------
+  // One SharedArrayBuffer carries every channel between this isolate and the child's
+  // Python (offsets in config.layout): a control word, the inbound buffer, the outbound
+  // journal and the synchronous-answer buffer. One buffer means one conversion when the
+  // child prepares the isolate.
+  const boot = (function boot(seed, timeOrigin) {
+    delete G.__codemode_boot;
+    channel = new SharedArrayBuffer(layout.total);
+    control = new Int32Array(channel, 0, 4);
+    journalHead = new Int32Array(channel, layout.journal, 4);
+    journalUnits = new Uint16Array(channel, layout.journal + 16, JOURNAL_UNITS);
+    inboundCount = new Int32Array(channel, layout.inbound, 1);
+    inboundUnits = new Uint16Array(channel, layout.inbound + 8, config.inboundUnits);
+    syncHead = new Int32Array(channel, layout.sync, 4);
+    syncUnits = new Uint16Array(channel, layout.sync + 16, config.syncUnits);
+    cell = new Int32Array(new SharedArrayBuffer(4));
+    host.seed = seed;
+    host.timeOrigin = timeOrigin;
+    Object.freeze(host);
+    return [api];
+  });
+  ObjectDefineProperty(G, '__codemode_boot', {
+    value: boot, writable: false, configurable: true, enumerable: false,
+  });
 }
