@@ -54,21 +54,24 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
         from codemode._child.engine import _new_context
         ctx, free = await _new_context(asyncio.get_running_loop(), lambda: None, isolate._thread)
         bare = list(await ctx.eval_cancelable(
-            "[typeof __codemode_boot, typeof setTimeout, Promise.name,"
-            " typeof Object.getOwnPropertyDescriptor(globalThis, 'console').get]"))
+            "[typeof __codemode_boot, typeof __codemode_preload, typeof setTimeout, Promise.name,"
+            " typeof Object.getOwnPropertyDescriptor(globalThis, 'console').value,"
+            " typeof Object.getOwnPropertyDescriptor(globalThis, 'URL').get]"))
         free()
         booted = await prepared(child)
-        after = list(await booted.ctx.eval_cancelable("[typeof __codemode_boot, typeof setTimeout]"))
+        after = list(await booted.ctx.eval_cancelable(
+            "[typeof __codemode_boot, typeof __codemode_preload, typeof setTimeout]"))
         await asyncio.to_thread(booted.close)
         return [child.snapshot_refused, snapshot.installed(), bare, after]
     """)
     refused, installed, bare, after = got
     assert refused is None and installed is True
-    # The runtime's boot hook, its timers, its tracked Promise and the accessor that loads
-    # console on first touch: all present in a context nothing was evaluated in.
-    assert bare == ["function", "function", "Promise", "function"]
+    # The runtime's boot hook, its timers, its tracked Promise, console (loaded into the
+    # snapshot, its preload hook gone) and the accessor that loads URL on first touch: all
+    # present in a context nothing was evaluated in.
+    assert bare == ["function", "undefined", "function", "Promise", "object", "function"]
     # The boot call removes its hook before any program can see it.
-    assert after == ["undefined", "function"]
+    assert after == ["undefined", "undefined", "function"]
 
 
 def test_isolates_from_one_snapshot_get_their_own_seeds_and_time_origin() -> None:
@@ -117,7 +120,7 @@ def test_programs_behave_the_same_with_and_without_the_snapshot(
         Array.prototype.extra = 2;
         console.log('seen', [1, 2]);
         await new Promise((r) => setTimeout(r, 1));
-        return [typeof __codemode_boot, typeof process, new URL('https://a.test/x?q=1').searchParams.get('q'),
+        return [typeof __codemode_boot + typeof __codemode_preload, typeof process, new URL('https://a.test/x?q=1').searchParams.get('q'),
                 new TextEncoder().encode('hé').length, typeof store.get];
     }"""
 
@@ -127,9 +130,14 @@ def test_programs_behave_the_same_with_and_without_the_snapshot(
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         first = ex.execute(code=code, providers=[{"name": "store", "tools": ["get"]}], dispatch=dispatch)
         second = ex.execute(code="async () => [typeof leftover, [].extra === undefined]")
+        counts = [ex.execute(code="async () => { console.count(); console.group('g'); }").logs
+                  for _ in range(2)]
     assert first.error is None, first.error
-    assert first.result == ["undefined", "undefined", "1", 3, "function"]
+    assert first.result == ["undefinedundefined", "undefined", "1", 3, "function"]
     assert [entry.text for entry in first.logs] == ["seen [ 1, 2 ]"]
     # The next run on the same child starts from the snapshot again, not from what the
     # last program left.
     assert second.result == ["undefined", True]
+    # console's own state (counters, groups) starts afresh in every isolate, whether it
+    # was loaded into the snapshot or on first touch.
+    assert [[entry.text for entry in logs] for logs in counts] == [["default: 1", "g"]] * 2

@@ -441,7 +441,8 @@ class Child:
         from . import engine
 
         snapshot = os.environ.get("CODEMODE_CHILD_SNAPSHOT", "on") != "off"
-        self.snapshot_refused = engine.install_runtime(self.config_json(), snapshot=snapshot)
+        self.snapshot_refused = engine.install_runtime(
+            self.config_json(), self.stdlib_sources, snapshot=snapshot)
 
     def boot_script(self) -> str:
         """What prepares one isolate: the runtime's boot with what each isolate gets of its
