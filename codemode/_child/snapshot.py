@@ -25,7 +25,7 @@ builds: V8 14.4 (mini-racer 0.14) on x86-64 Linux.
 
 What a snapshot cannot hold (a SharedArrayBuffer) and what each isolate must have of its
 own (a random seed, a time origin) is made by the runtime's ``boot``, once per isolate.
-V8 reseeds ``Math.random`` and rehashes its tables for each isolate made from a snapshot.
+V8 reseeds ``Math.random`` for each isolate made from a snapshot (tests/test_snapshot.py).
 """
 
 from __future__ import annotations
