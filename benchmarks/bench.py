@@ -5,6 +5,7 @@
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
     python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
     python benchmarks/bench.py --tool-call-cost # CPU and thread switches one tool call costs
+    python benchmarks/bench.py --snapshot-ab    # child CPU per run with and without the snapshot
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import glob
 import json
 import os
@@ -308,12 +310,47 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+async def snapshot_ab(rounds: int, block: int) -> dict[str, Any]:
+    """Child CPU per trivial run with isolates started from the runtime's snapshot and with
+    the runtime evaluated per isolate (``CODEMODE_CHILD_SNAPSHOT=off``): two executors of
+    one child each, side by side, in alternating blocks of ``block`` runs (4 callers), both
+    orders in turn, so the machine's drift falls on both alike."""
+    code = PROGRAMS["trivial"]["code"]
+    samples: dict[str, list[float]] = {"on": [], "off": []}
+    async with contextlib.AsyncExitStack() as stack:
+        executors = {}
+        for mode in ("on", "off"):
+            env = dict(os.environ, CODEMODE_CHILD_SNAPSHOT=mode)
+            ex = await stack.enter_async_context(IsolateExecutor(pool={"max_workers": 1}, child_env=env))
+            for _ in range(50):
+                await ex.execute(code)
+            executors[mode] = ex
+        for r in range(rounds):
+            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                ex = executors[mode]
+                [pid] = ex.worker_pids
+                before = _cpu_s(pid)
+
+                async def caller(e: IsolateExecutor = ex) -> None:
+                    for _ in range(block // 4):
+                        await e.execute(code)
+
+                await asyncio.gather(*(caller() for _ in range(4)))
+                samples[mode].append((_cpu_s(pid) - before) / block * 1e3)
+    on, off = statistics.median(samples["on"]), statistics.median(samples["off"])
+    return {"rounds": rounds, "block": block, "child_cpu_ms_on": samples["on"],
+            "child_cpu_ms_off": samples["off"], "median_on_ms": on, "median_off_ms": off,
+            "ratio": on / off}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
     parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
     parser.add_argument("--cpu-per-run", action="store_true", help="CPU a trivial run costs")
     parser.add_argument("--tool-call-cost", action="store_true", help="CPU and switches per tool call")
+    parser.add_argument("--snapshot-ab", action="store_true",
+                        help="child CPU per trivial run with and without the runtime's snapshot")
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     args = parser.parse_args()
     out_dir = HERE / "results"
@@ -331,6 +368,13 @@ def main() -> None:
         print(f"{cpu['n']} trivial runs, {cpu['runs_per_s']:.0f} per s: "
               f"{cpu['child_cpu_ms_per_run']:.2f} ms of child CPU and "
               f"{cpu['host_cpu_ms_per_run']:.2f} ms of host CPU per run")
+        return
+    if args.snapshot_ab:
+        ab = asyncio.run(snapshot_ab(10, 200))
+        (out_dir / "snapshot_ab.json").write_text(json.dumps({"machine": machine(), **ab}, indent=2))
+        print(f"child CPU per trivial run, median of {ab['rounds']} blocks of {ab['block']}: "
+              f"{ab['median_on_ms']:.2f} ms from the snapshot, {ab['median_off_ms']:.2f} ms evaluating "
+              f"the runtime per isolate ({ab['ratio']:.2f}x)")
         return
     if args.stdlib_cost:
         cost = asyncio.run(stdlib_cost(args.n))
