@@ -133,10 +133,13 @@ HostMessage = Run | Invoke | Release | Reply | Cancel | Shutdown | Adopt
 
 
 class Ready(msgspec.Struct, frozen=True, tag="ready"):
-    """The child started; ``missing`` lists engine behaviours the probe did not find."""
+    """The child started; ``missing`` lists engine behaviours the probe did not find;
+    ``no_snapshot`` says why its isolates evaluate the runtime one by one instead of
+    starting from its snapshot (None: they start from it)."""
 
     pid: int
     missing: tuple[str, ...] = ()
+    no_snapshot: str | None = None
 
 
 class Call(msgspec.Struct, frozen=True, tag="call"):

@@ -134,6 +134,21 @@ async def _read_pipe(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.Stream
     return reader
 
 
+_NO_SNAPSHOT_SAID: set[str] = set()
+
+
+def _say_no_snapshot(reason: str) -> None:
+    """Log, once per process and reason, that children evaluate the runtime in every
+    isolate: the same behaviour, about 1 ms more CPU a run (docs/performance.md). A
+    warning, unless it was asked for (``CODEMODE_CHILD_SNAPSHOT=off``)."""
+    if reason in _NO_SNAPSHOT_SAID:
+        return
+    _NO_SNAPSHOT_SAID.add(reason)
+    level = logging.INFO if reason == "turned off" else logging.WARNING
+    log.log(level, "codemode's children evaluate the runtime in every isolate instead of starting "
+            "from its snapshot (about 1 ms more CPU per run): %s", reason)
+
+
 def _describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "an unknown status"
@@ -255,6 +270,8 @@ class Worker:
                 f"Worker {self.id} failed to start.",
                 causes=(f"The child did not answer within {READY_TIMEOUT_S:.0f} s.",),
             ) from None
+        if ready.no_snapshot is not None:
+            _say_no_snapshot(ready.no_snapshot)
         if ready.missing:
             self.kill()
             behaviours = ", ".join(ready.missing)

@@ -9,6 +9,7 @@ installed once per process, before its first isolate."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -141,3 +142,23 @@ def test_programs_behave_the_same_with_and_without_the_snapshot(
     # console's own state (counters, groups) starts afresh in every isolate, whether it
     # was loaded into the snapshot or on first touch.
     assert [[entry.text for entry in logs] for logs in counts] == [["default: 1", "g"]] * 2
+
+
+def test_the_host_is_told_when_children_run_without_the_snapshot(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from codemode import _worker
+
+    monkeypatch.setattr(_worker, "_NO_SNAPSHOT_SAID", set())  # said once per process: afresh here
+    caplog.set_level(logging.INFO, logger="codemode.pool")
+    with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+        assert ex.execute(code="() => 1").result == 1
+    assert not [r for r in caplog.records if "snapshot" in r.getMessage()]
+    env = dict(os.environ, CODEMODE_CHILD_SNAPSHOT="off")
+    with SyncIsolateExecutor(pool={"max_workers": 1}, child_env=env) as ex:
+        assert ex.execute(code="() => 1").result == 1
+    said = [r for r in caplog.records if "snapshot" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.INFO
+    assert "turned off" in said[0].getMessage()

@@ -962,7 +962,7 @@ class Child:
         # What a finished run may leave behind before the child recycles instead of letting
         # its residue count against the next run's bound.
         self.residue_limit = self.baseline_rss + max(64 * MB, self.memory_limit_mb * MB // 2)
-        self.send(Ready(os.getpid(), tuple(missing)))
+        self.send(Ready(os.getpid(), tuple(missing), self.snapshot_refused))
         if missing:
             await asyncio.sleep(3600)
         server = asyncio.ensure_future(self.serve_forever())
