@@ -5,7 +5,8 @@
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
     python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
     python benchmarks/bench.py --tool-call-cost # CPU and thread switches one tool call costs
-    python benchmarks/bench.py --snapshot-ab    # child CPU per run with and without the snapshot
+    python benchmarks/bench.py --env-ab CODEMODE_CHILD_SNAPSHOT=on,off  # a child setting, A/B
+    python benchmarks/bench.py --env-ab CODEMODE_LOOP=uvloop,asyncio --ab-program toolrt
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
@@ -310,37 +311,46 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-async def snapshot_ab(rounds: int, block: int) -> dict[str, Any]:
-    """Child CPU per trivial run with isolates started from the runtime's snapshot and with
-    the runtime evaluated per isolate (``CODEMODE_CHILD_SNAPSHOT=off``): two executors of
-    one child each, side by side, in alternating blocks of ``block`` runs (4 callers), both
-    orders in turn, so the machine's drift falls on both alike."""
-    code = PROGRAMS["trivial"]["code"]
-    samples: dict[str, list[float]] = {"on": [], "off": []}
+async def env_ab(variable: str, values: tuple[str, str], program_name: str, rounds: int) -> dict[str, Any]:
+    """The child's CPU (and the wall time) per trivial run or per tool call with a child
+    environment variable at each of two values (``CODEMODE_CHILD_SNAPSHOT=on,off``,
+    ``CODEMODE_LOOP=uvloop,asyncio``): two executors of one child each, side by side, in
+    alternating blocks, both orders in turn, so the machine's drift falls on both alike.
+    Trivial blocks are 200 runs from 4 callers; toolrt blocks are 4 runs of 200 calls."""
+    program = PROGRAMS[program_name]
+    kwargs = {"providers": _providers(program), "dispatch": dispatch, "timeout": 60_000}
+    per_block = 200 if program_name == "trivial" else 4 * program["tool_calls"]
+    cpu: dict[str, list[float]] = {v: [] for v in values}
+    wall: dict[str, list[float]] = {v: [] for v in values}
     async with contextlib.AsyncExitStack() as stack:
         executors = {}
-        for mode in ("on", "off"):
-            env = dict(os.environ, CODEMODE_CHILD_SNAPSHOT=mode)
+        for value in values:
+            env = dict(os.environ, **{variable: value})
             ex = await stack.enter_async_context(IsolateExecutor(pool={"max_workers": 1}, child_env=env))
-            for _ in range(50):
-                await ex.execute(code)
-            executors[mode] = ex
+            for _ in range(20):
+                await ex.execute(program["code"], **kwargs)
+            executors[value] = ex
         for r in range(rounds):
-            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
-                ex = executors[mode]
+            for value in (values if r % 2 == 0 else values[::-1]):
+                ex = executors[value]
                 [pid] = ex.worker_pids
-                before = _cpu_s(pid)
+                before, started = _cpu_s(pid), time.perf_counter()
+                if program_name == "trivial":
+                    async def caller(e: IsolateExecutor = ex) -> None:
+                        for _ in range(per_block // 4):
+                            await e.execute(program["code"], **kwargs)
 
-                async def caller(e: IsolateExecutor = ex) -> None:
-                    for _ in range(block // 4):
-                        await e.execute(code)
-
-                await asyncio.gather(*(caller() for _ in range(4)))
-                samples[mode].append((_cpu_s(pid) - before) / block * 1e3)
-    on, off = statistics.median(samples["on"]), statistics.median(samples["off"])
-    return {"rounds": rounds, "block": block, "child_cpu_ms_on": samples["on"],
-            "child_cpu_ms_off": samples["off"], "median_on_ms": on, "median_off_ms": off,
-            "ratio": on / off}
+                    await asyncio.gather(*(caller() for _ in range(4)))
+                else:
+                    for _ in range(4):
+                        await ex.execute(program["code"], **kwargs)
+                wall[value].append((time.perf_counter() - started) / per_block * 1e6)
+                cpu[value].append((_cpu_s(pid) - before) / per_block * 1e6)
+    return {"variable": variable, "program": program_name, "rounds": rounds,
+            "per": "run" if program_name == "trivial" else "call",
+            "child_cpu_us": cpu, "wall_us": wall,
+            "median_child_cpu_us": {v: statistics.median(cpu[v]) for v in values},
+            "median_wall_us": {v: statistics.median(wall[v]) for v in values}}
 
 
 def main() -> None:
@@ -349,8 +359,10 @@ def main() -> None:
     parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
     parser.add_argument("--cpu-per-run", action="store_true", help="CPU a trivial run costs")
     parser.add_argument("--tool-call-cost", action="store_true", help="CPU and switches per tool call")
-    parser.add_argument("--snapshot-ab", action="store_true",
-                        help="child CPU per trivial run with and without the runtime's snapshot")
+    parser.add_argument("--env-ab", metavar="VAR=A,B",
+                        help="child CPU with a child environment variable at two values, side by side")
+    parser.add_argument("--ab-program", default="trivial", choices=("trivial", "toolrt"),
+                        help="what --env-ab runs: trivial runs or 200-call chains")
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     args = parser.parse_args()
     out_dir = HERE / "results"
@@ -369,12 +381,14 @@ def main() -> None:
               f"{cpu['child_cpu_ms_per_run']:.2f} ms of child CPU and "
               f"{cpu['host_cpu_ms_per_run']:.2f} ms of host CPU per run")
         return
-    if args.snapshot_ab:
-        ab = asyncio.run(snapshot_ab(10, 200))
-        (out_dir / "snapshot_ab.json").write_text(json.dumps({"machine": machine(), **ab}, indent=2))
-        print(f"child CPU per trivial run, median of {ab['rounds']} blocks of {ab['block']}: "
-              f"{ab['median_on_ms']:.2f} ms from the snapshot, {ab['median_off_ms']:.2f} ms evaluating "
-              f"the runtime per isolate ({ab['ratio']:.2f}x)")
+    if args.env_ab:
+        variable, _, pair = args.env_ab.partition("=")
+        a, _, b = pair.partition(",")
+        ab = asyncio.run(env_ab(variable, (a, b), args.ab_program, 10))
+        (out_dir / "env_ab.json").write_text(json.dumps({"machine": machine(), **ab}, indent=2))
+        for value in (a, b):
+            print(f"{variable}={value}: child CPU {ab['median_child_cpu_us'][value]:.0f} us, wall "
+                  f"{ab['median_wall_us'][value]:.0f} us per {ab['per']} (median of {ab['rounds']} blocks)")
         return
     if args.stdlib_cost:
         cost = asyncio.run(stdlib_cost(args.n))

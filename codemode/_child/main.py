@@ -30,12 +30,11 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Coroutine
 from typing import Any
 
 import msgspec
 
-from .. import _texts
+from .. import _loops, _texts
 from .._outcome import LogEntry
 from .._protocol import (
     FRAME_HEADER,
@@ -971,23 +970,6 @@ class Child:
         server.cancel()
 
 
-def _run_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run the child's event loop: uvloop's where it is installed, asyncio's own otherwise
-    (or with ``CODEMODE_CHILD_LOOP=asyncio``, for comparison). The loop's own work (its
-    iterations, callbacks, timers and wake-ups from the isolate's thread) is a good part of
-    a run's CPU in the child; uvloop does it in C. Measured side by side, alternating
-    blocks: child CPU per trivial run -8 to -14%, per tool call -11%."""
-    if os.environ.get("CODEMODE_CHILD_LOOP", "uvloop") != "asyncio":
-        try:
-            import uvloop
-        except ImportError:
-            pass
-        else:
-            uvloop.run(main)
-            return
-    asyncio.run(main)
-
-
 def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
     probe_engine = argv[4:5] != ["probed"]
@@ -1021,4 +1003,4 @@ def main(argv: list[str]) -> None:
         adopt = _await_adoption(proto_in, proto_out)
         child.worker_id = adopt.worker_id
         _pin_to("any" if adopt.cpu < 0 else str(adopt.cpu))
-    _run_loop(child.main())
+    _loops.run(child.main())  # uvloop's where installed: see _loops.py

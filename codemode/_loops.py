@@ -1,0 +1,38 @@
+"""The event loop each child runs: uvloop's (libuv, in C) where it is installed, which
+codemode's dependencies do on Linux and macOS; asyncio's own elsewhere, or everywhere with
+``CODEMODE_LOOP=asyncio`` in the host's environment (children inherit it).
+
+The loop's own work (its iterations, callbacks, timers and the wake-ups from the isolate's
+thread) is a good part of what a run costs a child. Measured side by side on the benchmark
+machine, in alternating blocks (``benchmarks/bench.py --env-ab CODEMODE_LOOP=...``): a
+child on uvloop spent 6-14% less CPU on a trivial run and 11-12% less on a tool call.
+
+Only the children's loops: the host's loop is the host's (an async host runs codemode on its
+own; the sync facade's thread keeps asyncio's, whose child watcher notices a child's exit
+from any thread: on uvloop, a killed child's exit went unnoticed from that thread and the
+run waited forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from typing import Any
+
+__all__ = ["ENV_LOOP", "run"]
+
+ENV_LOOP = "CODEMODE_LOOP"
+
+
+def run(main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run(main)``, on uvloop's loop unless it is missing or not wanted."""
+    if os.environ.get(ENV_LOOP, "uvloop") != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            uvloop.run(main)
+            return
+    asyncio.run(main)
