@@ -8,9 +8,9 @@ machine, in alternating blocks (``benchmarks/bench.py --env-ab CODEMODE_LOOP=...
 child on uvloop spent 6-14% less CPU on a trivial run and 11-12% less on a tool call.
 
 Only the children's loops: the host's loop is the host's (an async host runs codemode on its
-own; the sync facade's thread keeps asyncio's, whose child watcher notices a child's exit
-from any thread: on uvloop, a killed child's exit went unnoticed from that thread and the
-run waited forever).
+own). The sync facade's thread keeps asyncio's: with it on uvloop, one full test run hung
+after the host killed a wedged child (the run in flight never ended, the loop sat idle), and
+asyncio's child watcher is the one the fault tests have always exercised from that thread.
 """
 
 from __future__ import annotations
