@@ -63,10 +63,14 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
         after = list(await booted.ctx.eval_cancelable(
             "[typeof __codemode_boot, typeof __codemode_preload, typeof setTimeout]"))
         await asyncio.to_thread(booted.close)
-        return [child.snapshot_refused, snapshot.installed(), bare, after]
+        import mmap
+        pages = [snapshot._protection(slot) == mmap.PROT_READ for slot in snapshot.redirected]
+        return [child.snapshot_refused, snapshot.installed(), bare, after, pages]
     """)
-    refused, installed, bare, after = got
+    refused, installed, bare, after, pages = got
     assert refused is None and installed is True
+    # The redirected slot's page is read-only again, as relocation left it (RELRO).
+    assert pages == [True]
     # The runtime's boot hook, its timers, its tracked Promise, console (loaded into the
     # snapshot, its preload hook gone) and the accessor that loads URL on first touch: all
     # present in a context nothing was evaluated in.

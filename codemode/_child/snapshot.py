@@ -80,6 +80,8 @@ _NewIsolate = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
 _blob: _StartupData | None = None
 """The snapshot every isolate of this process starts from (never freed: isolates use it)."""
 _original_new: Any = None
+redirected: list[int] = []
+"""The offset table slots :func:`install` redirected (addresses), for the tests."""
 
 
 def _new_isolate(params: int) -> int:
@@ -127,6 +129,7 @@ def install(dll: Any, source: str) -> str | None:
         _write_slots(slots, original, check=False)
         return f"cannot redirect the engine's isolate creation ({exc})"
     _blob = blob  # from here on, isolates start from it
+    redirected[:] = slots
     return None
 
 
@@ -213,15 +216,31 @@ def _section(path: str, name: bytes) -> tuple[int, int] | None:
 
 def _write_slots(slots: list[int], address: int, *, check: bool = True) -> None:
     """Point each slot at ``address``. The table is read-only after relocation (RELRO): its
-    pages are made writable for the write and read-only again after."""
+    pages are made writable for the write and given back the protection they had."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     page = mmap.PAGESIZE
     for slot in slots:
         start = slot - slot % page
+        before = _protection(start)
         if libc.mprotect(start, page, mmap.PROT_READ | mmap.PROT_WRITE) != 0:
             if not check:
                 continue
             raise OSError(ctypes.get_errno(), "mprotect of the engine's offset table failed")
         struct.pack_into("<Q", (ctypes.c_char * 8).from_address(slot), 0, address)
-        libc.mprotect(start, page, mmap.PROT_READ)
+        libc.mprotect(start, page, before)
+
+
+def _protection(address: int) -> int:
+    """The protection of the mapping that holds ``address`` (from /proc/self/maps): read
+    only for a RELRO page, but the last page of the table may share its mapping with
+    writable data, which must stay writable."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            span, perms = line.split()[:2]
+            low, high = (int(x, 16) for x in span.split("-"))
+            if low <= address < high:
+                return ((mmap.PROT_READ if perms[0] == "r" else 0)
+                        | (mmap.PROT_WRITE if perms[1] == "w" else 0)
+                        | (mmap.PROT_EXEC if perms[2] == "x" else 0))
+    return mmap.PROT_READ
