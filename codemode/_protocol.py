@@ -142,6 +142,11 @@ class Ready(msgspec.Struct, frozen=True, tag="ready"):
     no_snapshot: str | None = None
 
 
+SNAPSHOT_TURNED_OFF = "turned off"
+"""``Ready.no_snapshot`` when the host asked for no snapshot (``CODEMODE_CHILD_SNAPSHOT=off``):
+the one reason that is not news to it."""
+
+
 class Call(msgspec.Struct, frozen=True, tag="call"):
     """A tool call: three strings out of the isolate."""
 

@@ -28,6 +28,7 @@ from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
     MAX_FRAME_BYTES,
+    SNAPSHOT_TURNED_OFF,
     Adopt,
     Call,
     Cancel,
@@ -139,14 +140,14 @@ _NO_SNAPSHOT_SAID: set[str] = set()
 
 def _say_no_snapshot(reason: str) -> None:
     """Log, once per process and reason, that children evaluate the runtime in every
-    isolate: the same behaviour, about 1 ms more CPU a run (docs/performance.md). A
+    isolate: the same behaviour, 1-2 ms more CPU a run (docs/performance.md). A
     warning, unless it was asked for (``CODEMODE_CHILD_SNAPSHOT=off``)."""
     if reason in _NO_SNAPSHOT_SAID:
         return
     _NO_SNAPSHOT_SAID.add(reason)
-    level = logging.INFO if reason == "turned off" else logging.WARNING
+    level = logging.INFO if reason == SNAPSHOT_TURNED_OFF else logging.WARNING
     log.log(level, "codemode's children evaluate the runtime in every isolate instead of starting "
-            "from its snapshot (about 1 ms more CPU per run): %s", reason)
+            "from its snapshot (1-2 ms more CPU per run): %s", reason)
 
 
 def _describe_exit(returncode: int | None) -> str:

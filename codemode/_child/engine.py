@@ -42,6 +42,7 @@ from py_mini_racer._exc import JSEvalException
 from py_mini_racer._objects import ObjectFactoryImpl
 from py_mini_racer._types import JSUndefined
 
+from .._protocol import SNAPSHOT_TURNED_OFF
 from ..stdlib import blank_comment_lines
 from . import snapshot as _snapshot
 
@@ -83,7 +84,7 @@ def install_runtime(config_json: str, stdlib_sources: dict[str, str], *, snapsho
     source = _with_config(config_json)
     dll = init_mini_racer(ignore_duplicate_init=True)
     _use_os_entropy(dll)
-    reason: str | None = "turned off"
+    reason: str | None = SNAPSHOT_TURNED_OFF
     if snapshot:
         preload = {m: stdlib_sources[m] for m in SNAPSHOT_MODULES if m in stdlib_sources}
         reason = _snapshot.install(dll, f"{source}\n__codemode_preload({json.dumps(preload)});")
