@@ -734,7 +734,8 @@
   // functions a log line runs are compiled into the snapshot too. Only data a module makes
   // at load is kept: a module that reads host.seed or host.timeOrigin at load cannot be
   // preloaded (they are each isolate's own, set by boot).
-  const preload = (function preload(sources) {
+  // Not parenthesized: compiled only when called (once per child, never in an isolate).
+  const preload = function preload(sources) {
     delete G.__codemode_preload;
     preloading = sources;
     try {
@@ -753,7 +754,7 @@
     } finally {
       preloading = null;
     }
-  });
+  };
   ObjectDefineProperty(G, '__codemode_preload', {
     value: preload, writable: false, configurable: true, enumerable: false,
   });
