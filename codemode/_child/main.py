@@ -81,6 +81,8 @@ SYNC_TIMEOUT_MS = 5_000
 JOURNAL_UNITS = 256 * 1024
 """UTF-16 units of outbound journal per isolate; later messages travel in the outbox."""
 USER_AGENT = "codemode/0.1"
+DISPOSE_TIMEOUT_S = 2.0
+"""How long disposing an isolate may take before the child gives up and recycles."""
 SETTLE_GRACE_S = 0.005
 """How long a result waits for the call that produced it to return (see Child.finish)."""
 SPARE_ISOLATES = 2
@@ -345,6 +347,10 @@ class Child:
         self.loop: asyncio.AbstractEventLoop
         self.runs: asyncio.Queue[Run | Invoke | Release] = asyncio.Queue()
         self.closing: set[asyncio.Task[None]] = set()
+        self.finished_isolates: list[Any] = []
+        """Isolates whose run ended normally, not yet disposed: the next preparation
+        disposes them on its own thread trip (see engine._new_context), or, when none comes
+        first, the next run's :meth:`quiet` does."""
         self.retained: dict[int, Any] = {}
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
         self.bundles: dict[str, str] = {}
@@ -473,11 +479,12 @@ class Child:
             }).decode()
         return self._static_config
 
-    async def new_isolate(self) -> Any:
+    async def new_isolate(self, close_first: list[Any] | None = None) -> Any:
         from .engine import Isolate
 
         isolate = Isolate(self.near_data_limit)
-        await isolate.prepare(self.loop, self.boot_script(), self.memory_limit_mb * MB, LAYOUT)
+        await isolate.prepare(self.loop, self.boot_script(), self.memory_limit_mb * MB, LAYOUT,
+                              close_first or ())
         return isolate
 
     def near_data_limit(self) -> bool:
@@ -494,7 +501,16 @@ class Child:
             # An isolate that cannot get memory while it is being created takes the process
             # down, and the last one may hold the process's data limit until it is gone.
             await self.disposed()
-            isolate = await self.new_isolate()
+            close_first, self.finished_isolates = self.finished_isolates, []
+            preparing = self.new_isolate(close_first)
+            if close_first:
+                # Disposing is bounded, as on a trip of its own (see close_isolate).
+                isolate = await asyncio.wait_for(preparing, DISPOSE_TIMEOUT_S)
+            else:
+                isolate = await preparing
+        except TimeoutError:
+            self.send(Recycle("the isolate could not be disposed"))
+            os._exit(0)
         except Exception:
             return  # the next run creates its own, and reports what stops it
         finally:
@@ -503,9 +519,10 @@ class Child:
         self.prepare_spare()
 
     async def disposed(self) -> None:
-        """Wait until every isolate being disposed on a thread is gone. What one holds is
-        not free before that, and not all of it shows as resident memory: WebAssembly memory
-        grown to the data limit is committed, not touched."""
+        """Wait until every isolate being disposed on a thread of its own is gone. What one
+        holds is not free before that, and not all of it shows as resident memory:
+        WebAssembly memory grown to the data limit is committed, not touched. (Finished
+        isolates that wait for the next preparation are disposed by it, first thing.)"""
         if self.closing:
             await asyncio.wait(set(self.closing))
 
@@ -518,6 +535,8 @@ class Child:
         await self.disposed()
         if self.spare_task is not None:
             await asyncio.wait({self.spare_task})
+        while self.finished_isolates:  # no preparation came to dispose them
+            await self.close_isolate(self.finished_isolates.pop())
 
     async def take_isolate(self) -> Any:
         if self.spares:
@@ -866,11 +885,10 @@ class Child:
             self.send(Recycle("the engine did not stop after the run ended"))
             os._exit(0)
         if stopped and state.kind not in ("timeout", "memory"):
-            # The usual case: close on a thread, so Done, Idle and the next preparation go
-            # ahead meanwhile (the next run still waits for the close: see serve).
-            closing = asyncio.ensure_future(self.close_isolate(isolate))
-            self.closing.add(closing)
-            closing.add_done_callback(self.closing.discard)
+            # The usual case: Done and Idle go ahead at once, and the isolate is disposed on
+            # the thread trip of the next preparation (the next run still waits for it:
+            # see serve and quiet).
+            self.finished_isolates.append(isolate)
         else:
             await self.close_isolate(isolate)
         if state.kind == "memory":
@@ -880,7 +898,7 @@ class Child:
             os._exit(0)
         if _rss_bytes() > self.residue_limit:
             _malloc_trim()
-        if _rss_bytes() > self.residue_limit and not self.closing:
+        if _rss_bytes() > self.residue_limit and not self.closing and not self.finished_isolates:
             self.send(Recycle("resident memory stayed high after the run"))
             os._exit(0)
         if not state.settled:
@@ -888,7 +906,7 @@ class Child:
 
     async def close_isolate(self, isolate: Any) -> None:
         try:
-            await asyncio.wait_for(asyncio.to_thread(isolate.close), 2.0)
+            await asyncio.wait_for(asyncio.to_thread(isolate.close), DISPOSE_TIMEOUT_S)
         except TimeoutError:
             self.send(Recycle("the isolate could not be disposed"))
             os._exit(0)
