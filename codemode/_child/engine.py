@@ -200,19 +200,11 @@ def _use_os_entropy(dll: Any) -> None:
         setter(_os_entropy_for_v8)
 
 
-async def _new_context(
-    loop: asyncio.AbstractEventLoop, guard: Callable[[], None], thread: _CallbackThread,
-    close_first: Sequence[Isolate] = (),
+def _new_context(
+    loop: asyncio.AbstractEventLoop, guard: Callable[[], None], thread: _CallbackThread
 ) -> tuple[Any, Callable[[], None]]:
-    """A bare context and the function that frees it: mini-racer's ``_make_context``, with
-    the isolate created on a thread. Creating an isolate is the largest single cost of a run
-    (~1-2 ms of V8 deserializing its snapshot); done on the event loop's thread, it held up
-    a run that arrived meanwhile even when a prepared isolate was waiting for it.
-
-    ``close_first`` are isolates to dispose on that thread just before: one trip to a
-    thread and back for both, where closing on a trip of its own cost each run two more
-    thread switches and the loop an iteration (3-4% of trivial runs' throughput, measured
-    side by side).
+    """A bare context and the function that frees it: mini-racer's ``_make_context``, called
+    off the event loop (see :meth:`Isolate.prepare`). Its calls back come to ``loop``.
 
     ``guard`` runs first in every callback, on the isolate's thread, while the program
     waits for the callback to return. ``thread`` keeps that thread's Python state."""
@@ -228,12 +220,7 @@ async def _new_context(
         contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
         thread.leave()
 
-    def close_then_create() -> Any:
-        for isolate in close_first:
-            isolate.close()
-        return dll.mr_init_context(callback)
-
-    raw = ContextType(await asyncio.to_thread(close_then_create))
+    raw = ContextType(dll.mr_init_context(callback))
     # Callback id 0 is mini-racer's own, for the tasks it never cancels.
     contexts.append(Context(dll, raw, loop, ObjectFactoryImpl(), itertools.count(1)))
 
@@ -286,21 +273,38 @@ class Isolate:
     ) -> None:
         """Create the context and boot the runtime in it with ``boot`` (a
         :func:`boot_script`), while the child is idle; ``close_first`` are finished
-        isolates to dispose on the same thread trip, before the new one is created."""
-        self.ctx, free = await _new_context(loop, self._guard, self._thread, close_first)
+        isolates to dispose first.
+
+        All of it on one trip to a worker thread, which waits for each step of the engine
+        in turn: the loop wakes once, when the isolate is ready. Creating an isolate is the
+        largest single cost of a run (V8 deserializing the snapshot); on the loop, it held
+        up a run that arrived meanwhile even when a prepared isolate was waiting for it. As
+        the loop's own tasks, the four steps after it cost a loop iteration, a future and a
+        callback each; closing on a trip of its own cost two more thread switches (that merge
+        alone: trivial throughput +4%, measured side by side; the steps moved here: +1%,
+        within the machine's noise, and a run that arrives meanwhile finds the loop free)."""
+        await asyncio.to_thread(self._prepare, loop, boot, memory_bytes, layout, close_first)
+
+    def _prepare(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        boot: str,
+        memory_bytes: int,
+        layout: dict[str, int],
+        close_first: Sequence[Isolate],
+    ) -> None:
+        for isolate in close_first:
+            isolate.close()
+        self.ctx, free = _new_context(loop, self._guard, self._thread)
         self._stack.callback(free)
         ctx = self.ctx
         object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
         bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
-        # Without a snapshot, compiling the runtime is the long step (~1 ms): the engine
-        # thread does it while this loop stays free for a run that arrives meanwhile.
         source = ctx._python_to_value_handle(boot)
         # The boot call's value is the argument array of every call: [api].
-        argv: Any = await self._task(ctx._dll.mr_eval, source.raw)
-        # The isolate is idle and runs only our runtime: this step is synchronous (~0.08
-        # ms, less than the second evaluation of `[]` it replaced).
+        argv: Any = self._run_now(ctx._dll.mr_eval, source.raw)
         api: Any = argv[0]
         self._argv = ctx._python_to_value_handle(argv)
         self._this = ctx._python_to_value_handle(JSUndefined)
@@ -309,7 +313,7 @@ class Isolate:
         # and returns the channel. Every later call passes `undefined` and the same array,
         # which it ignores. (The bell as `this`, not as an argument, saves a synchronous
         # step: appending it to the array.)
-        channel: Any = await self._task(
+        channel: Any = self._run_now(
             ctx._dll.mr_call_function, self._api.raw, ctx._python_to_value_handle(bell).raw, self._argv.raw
         )
         self._control = channel[0:16]
@@ -323,6 +327,14 @@ class Isolate:
         self._journal_read = 0
         # Keep the Python wrappers alive as long as their raw handles are used.
         self._handles = [argv, api, channel]
+
+    def _run_now(self, method: Any, *args: Any) -> Any:
+        """Run one engine task to its end, from a thread other than the loop's (preparation
+        only: nothing else uses the isolate yet). Its value comes back through mini-racer's
+        queue for the tasks it never cancels (callback id 0), not through the loop."""
+        ctx = self.ctx
+        method(ctx._ctx, *args, 0)
+        return ctx._value_handle_to_python(ctx._non_cancelable_mr_task_results_queue.get())
 
     def _ring(self, value_handle: Any) -> None:
         # The notification's argument array is never read: reading needs the isolate.

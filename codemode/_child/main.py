@@ -349,7 +349,7 @@ class Child:
         self.closing: set[asyncio.Task[None]] = set()
         self.finished_isolates: list[Any] = []
         """Isolates whose run ended normally, not yet disposed: the next preparation
-        disposes them on its own thread trip (see engine._new_context), or, when none comes
+        disposes them on its own thread trip (see engine.Isolate.prepare), or, when none comes
         first, the next run's :meth:`quiet` does."""
         self.retained: dict[int, Any] = {}
         self.handle_providers: dict[int, tuple[Provider, ...]] = {}
