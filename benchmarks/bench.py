@@ -1,7 +1,8 @@
 """Speed and memory of the in-process executor, side by side with the reference design.
 
     python benchmarks/bench.py                  # ours only
-    python benchmarks/bench.py --reference      # interleaved with benchmarks/reference (Node + isolated-vm)
+    python benchmarks/bench.py --reference      # interleaved with benchmarks/reference (Node + isolated-vm),
+                                                # each load scenario in --rounds alternating rounds (3)
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
     python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
     python benchmarks/bench.py --tool-call-cost # CPU and thread switches one tool call costs
@@ -163,8 +164,23 @@ REFERENCE_ARGS = {
 }
 
 
-async def run_all(n: int, with_reference: bool) -> dict[str, Any]:
-    """Each scenario runs on our executor, then (if asked) on the reference, in turn."""
+LOAD_SCENARIOS = ("trivial", "tools10", "cpu")
+
+
+def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's rounds of a latency-and-throughput scenario as one result: median and p99
+    over every round's latencies (one percentile rule for both sides), throughput the
+    median of the rounds' (each round's figure kept beside it)."""
+    latencies = [x for r in rounds for x in r["latencies_ms"]]
+    throughputs = [r["throughput_per_s"] for r in rounds]
+    return {**rounds[-1], **summary(latencies), "latencies_ms": latencies, "n": len(latencies),
+            "throughput_per_s": statistics.median(throughputs), "throughput_rounds": throughputs}
+
+
+async def run_all(n: int, with_reference: bool, rounds: int = 1) -> dict[str, Any]:
+    """Each scenario runs on our executor, then (if asked) on the reference, in turn; the
+    load scenarios (trivial, tools10, cpu) ``rounds`` times each way, alternating, so that
+    a busy spell of this shared machine falls on both sides rather than on one."""
     ours: dict[str, Any] = {}
     ref: dict[str, Any] = {}
     async with IsolateExecutor(pool={"max_workers": WORKERS, "max_queue": 1000}) as ex:
@@ -174,12 +190,17 @@ async def run_all(n: int, with_reference: bool) -> dict[str, Any]:
         while (len(ex.worker_pids) < WORKERS or ex.standby_pid is None) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         for name in SCENARIOS:
-            ours[name] = await run_scenario(ex, name, n)
+            ours_rounds, ref_rounds = [], []
+            for _round in range(rounds if name in LOAD_SCENARIOS else 1):
+                ours_rounds.append(await run_scenario(ex, name, n))
+                if with_reference:
+                    scenario, count = REFERENCE_ARGS[name]
+                    if name in ("trivial", "tools10"):
+                        count = n if name == "trivial" else max(100, n // 2)
+                    ref_rounds.append(await asyncio.to_thread(reference, scenario, count))
+            ours[name] = pooled(ours_rounds) if name in LOAD_SCENARIOS else ours_rounds[0]
             if with_reference:
-                scenario, count = REFERENCE_ARGS[name]
-                if name in ("trivial", "tools10"):
-                    count = n if name == "trivial" else max(100, n // 2)
-                ref[name] = await asyncio.to_thread(reference, scenario, count)
+                ref[name] = pooled(ref_rounds) if name in LOAD_SCENARIOS else ref_rounds[0]
                 if name == "memory":
                     ref["respawn"] = await asyncio.to_thread(reference, "respawn", None)
     return {"ours": ours, "reference": ref}
@@ -364,6 +385,8 @@ def main() -> None:
     parser.add_argument("--ab-program", default="trivial", choices=("trivial", "toolrt"),
                         help="what --env-ab runs: trivial runs or 200-call chains")
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of each load scenario per side, alternating (pooled)")
     args = parser.parse_args()
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
@@ -397,7 +420,8 @@ def main() -> None:
               f"{cost['median_ms_without']:.2f} ms without ({cost['ratio']:.2f}x)")
         return
     report: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    report.update(asyncio.run(run_all(args.n, args.reference)))
+    report["rounds"] = args.rounds
+    report.update(asyncio.run(run_all(args.n, args.reference, args.rounds)))
     (out_dir / "latest.json").write_text(json.dumps(report, indent=2))
     plot(report, out_dir / "latency.png")
     o = report["ours"]
