@@ -7,7 +7,11 @@ concurrency 2), and an in-process IsolateExecutor with the same pool size, then 
 * a job making 10 sequential tool calls, fleet and in-process;
 * one tool call over the reply channel (from the slope of 0 vs 50 sequential calls),
   against a raw Redis list round trip (RPUSH/BLPOP between two processes, hiredis);
-* throughput of trivial jobs with 16 in flight from one host.
+* throughput of trivial jobs with 16 in flight from one host;
+* Celery's own round trip on the same worker and queue: a ``codemode.ping`` task (no
+  isolate, no claim: the worker pushes ``pong`` onto a list the host waits on), sent with
+  Celery's ``send_task``. What the fleet adds to a trivial job beyond this is codemode's
+  own framing (admission, claim, lease, the outcome on the reply channel).
 
 Prints a table and writes ``benchmarks/results/fleet.json``::
 
@@ -35,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from celery import Celery
 
-from broker_config import BrokerSettings, WorkerSettings
+from broker_config import PING_TASK_NAME, BrokerSettings, WorkerSettings
 from codemode import IsolateExecutor, tool_result
 from codemode.fleet import FleetExecutor
 from codemode.fleet.testing import RedisServer, WorkerProcess
@@ -99,6 +104,28 @@ async def throughput(executor: Any, seconds: float = 3.0, in_flight: int = 16) -
     return done / (time.perf_counter() - began)
 
 
+def celery_round_trip(url: str, runs: int) -> list[float]:
+    """A no-op Celery task, sent and answered through the same Redis and worker."""
+    settings = BrokerSettings(redis_url=url)
+    app = Celery("codemode-bench", set_as_current=False)
+    app.conf.update(settings.celery_config())
+    client = redis.Redis.from_url(url)
+    samples = []
+    try:
+        for i in range(runs + 20):
+            key = f"codemode-bench:pong:{i}"
+            began = time.perf_counter()
+            app.send_task(PING_TASK_NAME, args=[key], queue=settings.queue)
+            if client.blpop([key], timeout=10) is None:
+                raise RuntimeError("no worker answered the ping task within 10 s")
+            if i >= 20:
+                samples.append((time.perf_counter() - began) * 1000)
+    finally:
+        client.close()
+        app.close()
+    return samples
+
+
 def raw_list_round_trip(url: str, runs: int) -> list[float]:
     echo = subprocess.Popen([sys.executable, "-c", ECHO, url], stdout=subprocess.PIPE)
     try:
@@ -140,6 +167,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
             }
             out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
     out["redis_list_round_trip"] = summarize(raw_list_round_trip(url, runs * 5))
+    out["celery_noop_round_trip"] = summarize(celery_round_trip(url, runs))
     return out
 
 
@@ -187,6 +215,12 @@ def table(results: dict[str, Any]) -> str:
                  f"{results['fleet_throughput_per_s']:>12.1f}")
     lines.append(f"{'raw Redis list round trip':<34}{'':>12}"
                  f"{results['redis_list_round_trip']['median_ms']:>12.3f}")
+    lines.append(f"{'Celery no-op task round trip':<34}{'':>12}"
+                 f"{results['celery_noop_round_trip']['median_ms']:>12.3f}")
+    added = results["fleet_trivial"]["median_ms"] - results["inprocess_trivial"]["median_ms"]
+    framing = added - results["celery_noop_round_trip"]["median_ms"]
+    lines.append(f"fleet adds {added:.3f} ms to a trivial job: Celery's round trip and "
+                 f"{framing:.3f} ms of codemode's framing")
     return "\n".join(lines)
 
 

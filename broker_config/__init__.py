@@ -48,6 +48,7 @@ __all__ = [
     "ENV_WORKER_POOL",
     "MAX_BLOCKING_WAIT_S",
     "MAX_JOB_SECONDS",
+    "PING_TASK_NAME",
     "TASK_NAME",
     "WORKER_QUEUE_PREFIX",
     "BrokerSettings",
@@ -57,6 +58,11 @@ __all__ = [
 
 TASK_NAME: Final = "codemode.execute"
 """The Celery task every producer sends and every worker registers."""
+
+PING_TASK_NAME: Final = "codemode.ping"
+"""A task that runs nothing: the worker pushes ``pong`` onto the Redis list the message
+names. Celery's own round trip through a queue (``benchmarks/fleet_bench.py`` measures the
+fleet's overhead against it), and a check that some worker consumes a queue."""
 
 WORKER_QUEUE_PREFIX: Final = "codemode.worker."
 """Each worker also consumes a queue of its own, this prefix plus its worker id: the

@@ -22,7 +22,7 @@ from celery import Celery, signals
 from broker_config import BrokerSettings, WorkerSettings
 from codemode.fleet import WorkerRuntime
 
-__all__ = ["READY_MARK", "app", "runtime"]
+__all__ = ["READY_MARK", "app", "runtime", "settings"]
 
 READY_MARK = "codemode-worker ready"
 """Printed once the isolate pool is warm and the worker consumes its queue."""

@@ -10,16 +10,37 @@ caller told WORKER_CRASHED (started=True) instead of a silent second run.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from broker_config import TASK_NAME
+import redis
 
-from .app import app, runtime
+from broker_config import PING_TASK_NAME, TASK_NAME
 
-__all__ = ["execute"]
+from .app import app, runtime, settings
+
+__all__ = ["execute", "ping"]
+
+PING_TTL_MS = 60_000
+"""How long a pong waits for its reader."""
+_ping_client: redis.Redis | None = None
+_ping_lock = threading.Lock()
 
 
 @app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # type: ignore[untyped-decorator]
 def execute(job: dict[str, Any]) -> str:
     """Run one job; the outcome travels on the job's reply channel, the return is a log line."""
     return runtime.run_job(job)
+
+
+@app.task(name=PING_TASK_NAME, ignore_result=True)  # type: ignore[untyped-decorator]
+def ping(reply_key: str) -> str:
+    """Push ``pong`` onto ``reply_key`` (expiring): nothing else runs, no isolate is used."""
+    global _ping_client
+    with _ping_lock:
+        if _ping_client is None:
+            _ping_client = redis.Redis.from_url(settings.redis_url, **settings.redis_kwargs())
+    pipe = _ping_client.pipeline(transaction=False)
+    pipe.rpush(reply_key, b"pong").pexpire(reply_key, PING_TTL_MS)
+    pipe.execute()
+    return f"pong to {reply_key}"

@@ -372,3 +372,30 @@ async def test_one_host_keeps_hundreds_of_jobs_in_flight(settings: BrokerSetting
     kinds = {type(r).__name__ for r in results}
     assert kinds <= {"Outcome", "QueueFull"}, kinds
     assert "Outcome" in kinds and "QueueFull" in kinds
+
+
+def test_a_ping_task_is_answered_by_a_worker_with_no_isolate_and_no_job_keys(
+        settings: BrokerSettings, redis_sync: redis.Redis) -> None:
+    """codemode.ping: Celery's own round trip through the shared queue (the fleet benchmark
+    measures codemode's framing against it). The worker pushes pong onto the named list,
+    with an expiry, and writes nothing of a job's."""
+    from celery import Celery
+
+    from broker_config import PING_TASK_NAME
+
+    app = Celery("codemode-test", set_as_current=False)
+    app.conf.update(settings.celery_config())
+    key = f"{settings.key_prefix}:test-pong:{uuid.uuid4().hex}"
+    before = set(redis_sync.keys(f"{settings.key_prefix}:job:*"))
+    try:
+        app.send_task(PING_TASK_NAME, args=[key], queue=settings.queue)
+        deadline = time.monotonic() + 20
+        while not redis_sync.exists(key) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ttl_ms = redis_sync.pttl(key)
+        assert redis_sync.lrange(key, 0, -1) == [b"pong"]
+    finally:
+        app.close()
+        redis_sync.delete(key)
+    assert 0 < ttl_ms <= 60_000  # the pong expires if nobody reads it
+    assert set(redis_sync.keys(f"{settings.key_prefix}:job:*")) <= before
