@@ -10,7 +10,6 @@ caller told WORKER_CRASHED (started=True) instead of a silent second run.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import redis
@@ -23,8 +22,8 @@ __all__ = ["execute", "ping"]
 
 PING_TTL_MS = 60_000
 """How long a pong waits for its reader."""
-_ping_client: redis.Redis | None = None
-_ping_lock = threading.Lock()
+_ping_client = redis.Redis.from_url(settings.redis_url, **settings.redis_kwargs())
+"""Thread-safe (a connection pool), and connects on first use, not at import."""
 
 
 @app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # type: ignore[untyped-decorator]
@@ -36,10 +35,6 @@ def execute(job: dict[str, Any]) -> str:
 @app.task(name=PING_TASK_NAME, ignore_result=True)  # type: ignore[untyped-decorator]
 def ping(reply_key: str) -> str:
     """Push ``pong`` onto ``reply_key`` (expiring): nothing else runs, no isolate is used."""
-    global _ping_client
-    with _ping_lock:
-        if _ping_client is None:
-            _ping_client = redis.Redis.from_url(settings.redis_url, **settings.redis_kwargs())
     pipe = _ping_client.pipeline(transaction=False)
     pipe.rpush(reply_key, b"pong").pexpire(reply_key, PING_TTL_MS)
     pipe.execute()

@@ -331,7 +331,9 @@ class Isolate:
     def _run_now(self, method: Any, *args: Any) -> Any:
         """Run one engine task to its end, from a thread other than the loop's (preparation
         only: nothing else uses the isolate yet). Its value comes back through mini-racer's
-        queue for the tasks it never cancels (callback id 0), not through the loop."""
+        queue for the tasks it never cancels (callback id 0), not through the loop: what
+        mini-racer's own ``_run_uncancelable_mr_task`` does, which refuses to run anywhere
+        but on the context's event loop."""
         ctx = self.ctx
         method(ctx._ctx, *args, 0)
         return ctx._value_handle_to_python(ctx._non_cancelable_mr_task_results_queue.get())
