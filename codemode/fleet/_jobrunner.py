@@ -52,7 +52,7 @@ from .._faults import (
 )
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
-from ._channel import pop, push
+from ._channel import ReplyChannels
 from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
 from ._handles import HandleRoute, WorkerHandle, WorkerHandles
 from ._keys import JobKeys, admission_key, host_key, worker_key
@@ -103,6 +103,7 @@ class JobRunner:
         self.executor = executor
         self.client = client
         self.scripts = FleetScripts(client)
+        self.channels = ReplyChannels(client.connection_pool, timeout_s=settings.socket_timeout_s)
         self.settings = settings
         self.worker_id = worker_id
         self.handles = WorkerHandles(worker_id)
@@ -417,7 +418,7 @@ class _Job:
         # redis-py (its asyncio client does not always re-raise one).
         while not self.ended:
             try:
-                raw = await pop(self.client, [self.keys.down], MAX_BLOCKING_WAIT_S)
+                raw = await self.runner.channels.pop([self.keys.down], MAX_BLOCKING_WAIT_S)
             except BROKER_ERRORS as exc:
                 if self.ended:
                     return
@@ -464,8 +465,8 @@ class _Job:
 
     async def _send_started(self) -> None:
         try:
-            await push(self.runner.scripts, self.keys.up, encode(Started(self.runner.worker_id)),
-                       ttl_ms=self.settings.key_ttl_ms)
+            await self.runner.channels.push(self.keys.up, encode(Started(self.runner.worker_id)),
+                                            ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
             log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
 
@@ -489,8 +490,8 @@ class _Job:
             messages.insert(0, encode(Started(self.runner.worker_id)))
         try:
             try:
-                await push(self.runner.scripts, self.keys.up, *messages,
-                           ttl_ms=self.settings.key_ttl_ms)
+                await self.runner.channels.push(self.keys.up, *messages,
+                                                ttl_ms=self.settings.key_ttl_ms)
             except BROKER_ERRORS as exc:
                 log.warning("job %s: could not send a call to its host (%s: %s)",
                             self.spec.job_id, type(exc).__name__, exc)

@@ -13,7 +13,8 @@ support Redis Cluster (the admission key lives in another slot).
   whether the host is still there.
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
-* ``push``: append to a reply channel and re-arm its expiry (see ``_channel.py``).
+* ``push``: append to a reply channel and re-arm its expiry. Sent by ``_channel.py`` over
+  its own connections (the fleet's hottest command), so it is only defined here.
 * ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
   down), its admission slot freed, its lease dropped, atomically.
 """
@@ -27,7 +28,7 @@ import redis.asyncio as aioredis
 
 from .._turns import Turns
 
-__all__ = ["Admission", "ClaimResult", "FleetScripts", "SettleResult"]
+__all__ = ["PUSH_SCRIPT", "Admission", "ClaimResult", "FleetScripts", "SettleResult"]
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -93,7 +94,7 @@ if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key
 return redis.call('EXISTS', KEYS[2])
 """
 
-_PUSH: Final = """
+PUSH_SCRIPT: Final = """
 -- KEYS: channel   ARGV: ttl_ms, message...
 redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
@@ -151,10 +152,10 @@ def _text(value: Any) -> str:
 
 
 FAN_OUT_SLOTS = 32
-"""Commands with no natural bound that one client sends at once: channel pushes (a program
-may start thousands of tool calls together, each a push on the worker and a reply push on
-the host) and admissions (a host may submit thousands of jobs together). Beyond this many
-they wait their turn (~0.1 ms each) instead of each taking a connection of its own."""
+"""Admissions one client sends at once (a host may submit thousands of jobs together): beyond
+this many they wait their turn (~0.1 ms each) instead of each taking a connection of its
+own. Channel pushes, the other command with no natural bound, are pipelined on one
+connection instead (see ``_channel.py``)."""
 
 
 class FleetScripts:
@@ -166,7 +167,6 @@ class FleetScripts:
         self._claim = client.register_script(_CLAIM)
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._settle = client.register_script(_SETTLE)
-        self._push = client.register_script(_PUSH)
         self._finish = client.register_script(_FINISH)
 
     async def admit(self, admission: str, host: str, queue: str, job_id: str, message: bytes, *,
@@ -196,10 +196,6 @@ class FleetScripts:
         """Refresh the lease and expiries; True while the host's heartbeat key exists."""
         host_alive = await self._heartbeat(keys=keys, args=[worker, lease_ttl_ms, key_ttl_ms, job_id])
         return bool(host_alive)
-
-    async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
-        async with self._fan_out:
-            await self._push(keys=[key], args=[ttl_ms, *messages])
 
     async def finish(self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes,
                      close: bytes | None) -> None:

@@ -1,0 +1,163 @@
+"""One Redis connection spoken to directly: hiredis packs each command and parses each reply,
+fed straight from the socket's transport.
+
+redis-py's asyncio client puts a connection pool, a command-dispatch layer and an asyncio
+``StreamReader`` between a command and its socket: ~250 us of CPU per round trip where a
+:class:`Link` spends ~100 (this machine, busy; ``benchmarks/fleet_bench.py --link-cost``).
+A relayed tool call is four such round trips (each side's push and BLPOP), so the reply
+channel's two commands use links (see ``_channel.py``) and everything else keeps redis-py.
+
+A link is *made* by redis-py: its own connection class, from the same pool settings (URL,
+TLS, AUTH, SELECT, client name, socket options), connects and says hello; then the link
+takes the transport over. So it connects exactly as every other fleet connection does.
+
+Replies are matched to commands in order, so any number of commands may be in flight on one
+link (a pipeline). Failures raise what redis-py raises (``ConnectionError``,
+``TimeoutError``, ``ResponseError``), so callers handle both the same way. A link that
+lost its connection stays lost: its owner makes a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from typing import Any
+
+import hiredis
+import redis.asyncio as aioredis
+import redis.exceptions
+
+__all__ = ["Link", "open_link", "pack"]
+
+
+def pack(*args: str | int | float | bytes) -> bytes:
+    """One command as RESP bytes (hiredis's packer; its stubs type the tuple wrongly)."""
+    packed: bytes = hiredis.pack_command(args)  # type: ignore[arg-type]
+    return packed
+
+
+class Link(asyncio.Protocol):
+    """A Redis connection whose replies go, in order, to the futures of its commands.
+
+    ``timeout_s`` bounds the wait for each reply (the fleet's socket timeout, longer than
+    any BLPOP it sends): a connection that goes quiet for longer than that is closed, and
+    every command on it fails with ``TimeoutError``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
+        self._loop = loop
+        self._timeout_s = timeout_s
+        self._parser = hiredis.Reader()
+        self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self._overdue: asyncio.TimerHandle | None = None
+        self._lost: redis.exceptions.RedisError | None = None
+        self.idle_since = time.monotonic()
+        self.stream: object = None
+        """The stream writer redis-py connected with, kept so that it is not collected."""
+
+    @property
+    def usable(self) -> bool:
+        return self._lost is None and self._transport is not None
+
+    @property
+    def busy(self) -> bool:
+        """Whether a command on it still waits for its reply."""
+        return bool(self._waiting)
+
+    def command(self, packed: bytes) -> asyncio.Future[Any]:
+        """Send one command packed by :func:`pack`; its future gets the reply.
+        An error reply comes back as a ``hiredis.ReplyError`` value, not raised."""
+        if self._lost is not None:
+            raise self._lost
+        assert self._transport is not None
+        future = self._loop.create_future()
+        self._waiting.append(future)
+        self._transport.write(packed)
+        if self._overdue is None:
+            self._overdue = self._loop.call_later(self._timeout_s, self._time_out)
+        return future
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+        self._fail(redis.exceptions.ConnectionError("The link was closed."))
+
+    # ---- asyncio.Protocol -------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        parser = self._parser
+        parser.feed(data)
+        waiting = self._waiting
+        try:
+            while waiting:
+                reply = parser.gets()
+                if reply is False:
+                    break
+                future = waiting.popleft()
+                if not future.done():  # its waiter was cancelled: the reply is dropped
+                    future.set_result(reply)
+            else:
+                if parser.gets() is not False:
+                    raise hiredis.ProtocolError("a reply to no command")
+        except hiredis.ProtocolError as exc:
+            if self._transport is not None:
+                self._transport.close()
+            self._fail(redis.exceptions.ConnectionError(f"Redis protocol error: {exc}"))
+            return
+        if self._overdue is not None:
+            self._overdue.cancel()
+            self._overdue = (self._loop.call_later(self._timeout_s, self._time_out)
+                             if waiting else None)
+        if not waiting:
+            self.idle_since = time.monotonic()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._fail(redis.exceptions.ConnectionError(
+            f"Connection to Redis lost: {exc}" if exc else "Connection closed by Redis."))
+
+    # ---- failure ----------------------------------------------------------------------
+
+    def _time_out(self) -> None:
+        self._overdue = None
+        if self._transport is not None:
+            self._transport.close()
+        self._fail(redis.exceptions.TimeoutError(
+            f"No reply from Redis within {self._timeout_s:g} s."))
+
+    def _fail(self, error: redis.exceptions.RedisError) -> None:
+        if self._lost is None:
+            self._lost = error
+        if self._overdue is not None:
+            self._overdue.cancel()
+            self._overdue = None
+        while self._waiting:
+            future = self._waiting.popleft()
+            if not future.done():
+                future.set_exception(error)
+
+
+async def open_link(pool: aioredis.ConnectionPool, timeout_s: float) -> Link:
+    """Connect the way ``pool`` connects (redis-py's own connection class and settings,
+    its handshake included), then hand the connection's transport to a new :class:`Link`."""
+    connection = pool.make_connection()  # type: ignore[no-untyped-call]
+    await connection.connect()
+    writer = getattr(connection, "_writer", None)
+    if writer is None:  # pragma: no cover - a redis-py whose connections look otherwise
+        await connection.disconnect()
+        raise redis.exceptions.ConnectionError("redis-py made a connection without a stream")
+    transport = writer.transport
+    link = Link(asyncio.get_running_loop(), timeout_s)
+    transport.set_protocol(link)
+    link.connection_made(transport)
+    # The connection object no longer owns the socket: it must not close it when collected.
+    # Its stream writer would (a collected StreamWriter closes its transport), so the link
+    # keeps that for as long as it lives.
+    connection._writer = connection._reader = None
+    link.stream = writer
+    return link
