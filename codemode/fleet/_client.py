@@ -58,14 +58,14 @@ from .._faults import (
 from .._handles import plain_request
 from .._outcome import Outcome
 from .._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
-from ._channel import ReplyChannels
 from ._clock import RedisClock
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import HostHandle, HostHandles, worker_gone_text
 from ._heartbeat import HostHeartbeat
 from ._keys import admission_key, host_key, worker_key, worker_queue
+from ._link import Links
 from ._producer import CeleryMessages, queue_key
-from ._scripts import FAN_OUT_SLOTS, FleetScripts
+from ._scripts import FleetScripts
 from ._session import JobSession
 from ._wire import HANDLES_SCHEMA_VERSION, JOB_SCHEMA_VERSION, JobSpec, Network
 
@@ -79,22 +79,20 @@ EXPIRES_MARGIN_S = 1.0
 authority, so Celery's own discard comes a little later."""
 
 
-POOL_HEADROOM = 2 * FAN_OUT_SLOTS
-"""Connections a client may open beyond one per job in flight: admissions (at most
-``FAN_OUT_SLOTS`` at once), the host's heartbeat, cleanups."""
+POOL_HEADROOM = 64
+"""Connections a client may open beyond one per job in flight: the host's heartbeat, its
+clock, cleanups of jobs whose callers left."""
 
 
 def make_client(settings: BrokerSettings) -> aioredis.Redis:
     """A ``redis.asyncio`` client with the fleet's socket settings and no silent retries.
 
-    Every job in flight may hold a connection for one of its commands at a time (a claim, a
-    heartbeat, a lease check), and the fleet admits at most ``fleet_max_jobs``: the pool has
-    room for all of them plus headroom, and admissions, whose number has no such bound, wait
-    for one of ``FAN_OUT_SLOTS`` (see FleetScripts). redis-py's default pool refuses a 101st
-    connection, which failed every job past the 100th in flight from one host with
-    BROKER_UNREACHABLE. (Its blocking pool would wait instead, but cost ~80 us per command
-    in its lock.) The reply channels' BLPOPs and pushes use connections of their own, made
-    from this pool's settings (see ``_channel.py``)."""
+    The fleet's scripts and reply channels run over links made from this client's pool
+    settings (``_link.py``); the client itself sends the rest: a job's lease check, the
+    host's heartbeat, cleanups. Every job in flight may hold a connection for one of those
+    at a time, and the fleet admits at most ``fleet_max_jobs``: the pool has room for all of
+    them plus headroom. (redis-py's default pool refuses a 101st connection, which failed
+    every job past the 100th in flight from one host with BROKER_UNREACHABLE.)"""
     pool = aioredis.ConnectionPool.from_url(
         settings.redis_url, retry=Retry(NoBackoff(), 0),
         max_connections=settings.fleet_max_jobs + POOL_HEADROOM, **settings.redis_kwargs())
@@ -162,7 +160,6 @@ class FleetExecutor:
         self.host_id = uuid.uuid4().hex
         self._client: aioredis.Redis | None = None
         self._scripts: FleetScripts | None = None
-        self._channels: ReplyChannels | None = None
         self._producer: CeleryMessages | None = None
         self._clock = RedisClock()
         self._heartbeat: HostHeartbeat | None = None
@@ -198,8 +195,8 @@ class FleetExecutor:
             await asyncio.wait(list(self._housekeeping), timeout=3.0)
         if self._heartbeat is not None:
             await self._heartbeat.stop()
-        if self._channels is not None:
-            await self._channels.aclose()
+        if self._scripts is not None:
+            await self._scripts.links.aclose()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
@@ -214,9 +211,8 @@ class FleetExecutor:
                 raise Disposed("The executor was disposed; create a new one to run more programs.")
             if self._client is None:
                 self._client = make_client(self.settings)
-                self._scripts = FleetScripts(self._client)
-                self._channels = ReplyChannels(self._client.connection_pool,
-                                               timeout_s=self.settings.socket_timeout_s)
+                self._scripts = FleetScripts(Links(self._client.connection_pool,
+                                                   timeout_s=self.settings.socket_timeout_s))
             assert self._scripts is not None
             if self._heartbeat is None:
                 heartbeat = HostHeartbeat(self._client, host_key(self.settings.key_prefix,
@@ -305,9 +301,8 @@ class FleetExecutor:
         )
         message = producer.build(spec, queue=queue,
                                  expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
-        assert self._channels is not None
         session = JobSession(
-            client, scripts, self._channels, s, spec, request,
+            client, scripts, s, spec, request,
             max_message_bytes=self.config.max_message_bytes,
             start_by_monotonic=time.monotonic() + s.queue_timeout_ms / 1000,
             threads=RunThreads(self._dispatch_threads),

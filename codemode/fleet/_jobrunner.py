@@ -52,10 +52,11 @@ from .._faults import (
 )
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
-from ._channel import ReplyChannels
+from ._channel import pop, push
 from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
 from ._handles import HandleRoute, WorkerHandle, WorkerHandles
 from ._keys import JobKeys, admission_key, host_key, worker_key
+from ._link import Links
 from ._scripts import FleetScripts
 from ._wire import (
     SCHEMA_VERSIONS,
@@ -102,8 +103,8 @@ class JobRunner:
                  settings: BrokerSettings, worker_id: str) -> None:
         self.executor = executor
         self.client = client
-        self.scripts = FleetScripts(client)
-        self.channels = ReplyChannels(client.connection_pool, timeout_s=settings.socket_timeout_s)
+        self.links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
+        self.scripts = FleetScripts(self.links)
         self.settings = settings
         self.worker_id = worker_id
         self.handles = WorkerHandles(worker_id)
@@ -418,7 +419,7 @@ class _Job:
         # redis-py (its asyncio client does not always re-raise one).
         while not self.ended:
             try:
-                raw = await self.runner.channels.pop([self.keys.down], MAX_BLOCKING_WAIT_S)
+                raw = await pop(self.runner.links, [self.keys.down], MAX_BLOCKING_WAIT_S)
             except BROKER_ERRORS as exc:
                 if self.ended:
                     return
@@ -465,8 +466,8 @@ class _Job:
 
     async def _send_started(self) -> None:
         try:
-            await self.runner.channels.push(self.keys.up, encode(Started(self.runner.worker_id)),
-                                            ttl_ms=self.settings.key_ttl_ms)
+            await push(self.runner.scripts, self.keys.up, encode(Started(self.runner.worker_id)),
+                       ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
             log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
 
@@ -490,8 +491,8 @@ class _Job:
             messages.insert(0, encode(Started(self.runner.worker_id)))
         try:
             try:
-                await self.runner.channels.push(self.keys.up, *messages,
-                                                ttl_ms=self.settings.key_ttl_ms)
+                await push(self.runner.scripts, self.keys.up, *messages,
+                           ttl_ms=self.settings.key_ttl_ms)
             except BROKER_ERRORS as exc:
                 log.warning("job %s: could not send a call to its host (%s: %s)",
                             self.spec.job_id, type(exc).__name__, exc)

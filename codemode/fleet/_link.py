@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import hiredis
 import redis.asyncio as aioredis
 import redis.exceptions
 
-__all__ = ["Link", "open_link", "pack"]
+__all__ = ["Link", "LinkScript", "Links", "open_link", "pack"]
+
+STALE_AFTER_S = 10.0
+"""A link idle this long is closed rather than used again (redis-py's health-check interval
+for the fleet's pooled connections): a half-open socket would swallow the next command."""
 
 
 def pack(*args: str | int | float | bytes) -> bytes:
@@ -161,3 +167,109 @@ async def open_link(pool: aioredis.ConnectionPool, timeout_s: float) -> Link:
     connection._writer = connection._reader = None
     link.stream = writer
     return link
+
+
+def _raise_error(reply: Any) -> Any:
+    if isinstance(reply, hiredis.ReplyError):
+        raise redis.exceptions.ResponseError(str(reply))
+    return reply
+
+
+class Links:
+    """The links of one event loop, made from ``pool``'s settings.
+
+    * :meth:`call`: commands that Redis answers at once share one link, pipelined: any
+      number in flight, one connection (a program may start thousands of tool calls at
+      once, a host thousands of jobs);
+    * :meth:`blocking`: a command that blocks its connection (BLPOP) takes an idle link
+      from a stock and gives it back; one that is cancelled or fails closes its link
+      instead (its reply may still come, and would be read by the next command).
+
+    A link idle for longer than ``STALE_AFTER_S`` is replaced rather than used."""
+
+    def __init__(self, pool: aioredis.ConnectionPool, *, timeout_s: float) -> None:
+        self._pool = pool
+        self._timeout_s = timeout_s
+        self._shared: Link | None = None
+        self._shared_lock = asyncio.Lock()
+        self._stock: list[Link] = []
+        self._closed = False
+
+    async def call(self, *args: str | int | float | bytes) -> Any:
+        """One command on the shared link; an error reply raises ``ResponseError``."""
+        link = self._shared
+        if link is None or not link.usable or _stale(link):
+            link = await self._new_shared()
+        return _raise_error(await link.command(pack(*args)))
+
+    async def blocking(self, *args: str | int | float | bytes) -> Any:
+        """One command that may block, on a link of its own for as long as it waits."""
+        link = await self._take()
+        kept = False
+        try:
+            reply = await link.command(pack(*args))
+            kept = True
+        finally:
+            if kept and not self._closed:
+                link.idle_since = time.monotonic()
+                self._stock.append(link)
+            else:
+                link.close()
+        return _raise_error(reply)
+
+    def script(self, source: str) -> LinkScript:
+        return LinkScript(self, source)
+
+    async def aclose(self) -> None:
+        """Close every link (commands in flight fail with ``ConnectionError``)."""
+        self._closed = True
+        if self._shared is not None:
+            self._shared.close()
+        for link in self._stock:
+            link.close()
+        self._stock.clear()
+
+    async def _open(self) -> Link:
+        if self._closed:
+            raise redis.exceptions.ConnectionError("The fleet's Redis links were closed.")
+        return await open_link(self._pool, self._timeout_s)
+
+    async def _take(self) -> Link:
+        stock = self._stock
+        while stock:
+            link = stock.pop()
+            if link.usable and not _stale(link):
+                return link
+            link.close()
+        return await self._open()
+
+    async def _new_shared(self) -> Link:
+        async with self._shared_lock:  # concurrent first commands share one connect
+            link = self._shared
+            if link is None or not link.usable or _stale(link):
+                if link is not None:
+                    link.close()
+                link = self._shared = await self._open()
+            return link
+
+
+def _stale(link: Link) -> bool:
+    return not link.busy and link.idle_since < time.monotonic() - STALE_AFTER_S
+
+
+class LinkScript:
+    """A Lua script run by its SHA1 over :meth:`Links.call`; sent whole when Redis does not
+    know it (a restart or a SCRIPT FLUSH since it last ran)."""
+
+    def __init__(self, links: Links, source: str) -> None:
+        self._links = links
+        self._source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    async def __call__(self, keys: Sequence[str], args: Sequence[str | int | float | bytes]) -> Any:
+        try:
+            return await self._links.call("EVALSHA", self.sha, len(keys), *keys, *args)
+        except redis.exceptions.ResponseError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+        return await self._links.call("EVAL", self._source, len(keys), *keys, *args)

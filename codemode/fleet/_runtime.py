@@ -129,6 +129,6 @@ class WorkerRuntime:
         if self._executor is not None:
             await self._executor.aclose()
         if self._runner is not None:
-            await self._runner.channels.aclose()
+            await self._runner.links.aclose()
             await self._runner.client.aclose()
 

@@ -13,8 +13,11 @@ support Redis Cluster (the admission key lives in another slot).
   whether the host is still there.
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
-* ``push``: append to a reply channel and re-arm its expiry. Sent by ``_channel.py`` over
-  its own connections (the fleet's hottest command), so it is only defined here.
+* ``push``: append to a reply channel and re-arm its expiry (see ``_channel.py``).
+
+They run over links (``_link.py``): hiredis on the socket, pipelined on one connection per
+event loop, instead of redis-py's client, whose Python cost per command exceeded the
+command's own round trip. A script Redis does not know (after a restart) is sent whole.
 * ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
   down), its admission slot freed, its lease dropped, atomically.
 """
@@ -24,11 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-import redis.asyncio as aioredis
+from ._link import Links
 
-from .._turns import Turns
-
-__all__ = ["PUSH_SCRIPT", "Admission", "ClaimResult", "FleetScripts", "SettleResult"]
+__all__ = ["Admission", "ClaimResult", "FleetScripts", "SettleResult"]
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -94,7 +95,7 @@ if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key
 return redis.call('EXISTS', KEYS[2])
 """
 
-PUSH_SCRIPT: Final = """
+_PUSH: Final = """
 -- KEYS: channel   ARGV: ttl_ms, message...
 redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
@@ -151,31 +152,24 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-FAN_OUT_SLOTS = 32
-"""Admissions one client sends at once (a host may submit thousands of jobs together): beyond
-this many they wait their turn (~0.1 ms each) instead of each taking a connection of its
-own. Channel pushes, the other command with no natural bound, are pipelined on one
-connection instead (see ``_channel.py``)."""
-
-
 class FleetScripts:
-    """The scripts, registered on one client (redis-py reloads them after a Redis restart)."""
+    """The scripts, run over one event loop's links."""
 
-    def __init__(self, client: aioredis.Redis) -> None:
-        self._fan_out = Turns(FAN_OUT_SLOTS)
-        self._admit = client.register_script(_ADMIT)
-        self._claim = client.register_script(_CLAIM)
-        self._heartbeat = client.register_script(_HEARTBEAT)
-        self._settle = client.register_script(_SETTLE)
-        self._finish = client.register_script(_FINISH)
+    def __init__(self, links: Links) -> None:
+        self.links = links
+        self._admit = links.script(_ADMIT)
+        self._claim = links.script(_CLAIM)
+        self._heartbeat = links.script(_HEARTBEAT)
+        self._settle = links.script(_SETTLE)
+        self._push = links.script(_PUSH)
+        self._finish = links.script(_FINISH)
 
     async def admit(self, admission: str, host: str, queue: str, job_id: str, message: bytes, *,
                     limit: int, hold_ms: int, host_ttl_ms: int) -> Admission:
         """Take a slot for ``job_id`` and push ``message`` onto the list ``queue``, or refuse
         (nothing pushed) when ``limit`` jobs already hold one."""
-        async with self._fan_out:
-            ok, now, count = await self._admit(keys=[admission, host, queue],
-                                               args=[job_id, limit, hold_ms, host_ttl_ms, message])
+        ok, now, count = await self._admit([admission, host, queue],
+                                           [job_id, limit, hold_ms, host_ttl_ms, message])
         return Admission(bool(ok), int(now), int(count))
 
     async def claim(
@@ -184,9 +178,9 @@ class FleetScripts:
     ) -> ClaimResult:
         """``announce``: push ``started`` on up with the claim (else the worker sends it)."""
         state, holder = await self._claim(
-            keys=keys,
-            args=[worker, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started, expired,
-                  "1" if announce else "0"],
+            keys,
+            [worker, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started, expired,
+             "1" if announce else "0"],
         )
         return ClaimResult(_text(state), _text(holder))
 
@@ -194,20 +188,21 @@ class FleetScripts:
         self, keys: list[str], *, worker: str, lease_ttl_ms: int, key_ttl_ms: int, job_id: str,
     ) -> bool:
         """Refresh the lease and expiries; True while the host's heartbeat key exists."""
-        host_alive = await self._heartbeat(keys=keys, args=[worker, lease_ttl_ms, key_ttl_ms, job_id])
+        host_alive = await self._heartbeat(keys, [worker, lease_ttl_ms, key_ttl_ms, job_id])
         return bool(host_alive)
 
     async def finish(self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes,
                      close: bytes | None) -> None:
         """``keys``: up, down, admission, lease. ``close`` goes on down when a reader waits."""
-        await self._finish(keys=keys, args=[key_ttl_ms, job_id, final, close or b""])
+        await self._finish(keys, [key_ttl_ms, job_id, final, close or b""])
+
+    async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
+        await self._push([key], [ttl_ms, *messages])
 
     async def settle(
         self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,
         mark: str, force: bool,
     ) -> SettleResult:
         state, holder, wait_ms = await self._settle(
-            keys=[claim, admission],
-            args=[start_by_ms, job_id, key_ttl_ms, mark, "1" if force else "0"],
-        )
+            [claim, admission], [start_by_ms, job_id, key_ttl_ms, mark, "1" if force else "0"])
         return SettleResult(_text(state), _text(holder), int(wait_ms))

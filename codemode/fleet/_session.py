@@ -38,7 +38,7 @@ from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_fro
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
 from .._request import ResolvedRequest
-from ._channel import ReplyChannels
+from ._channel import pop, push
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import worker_gone_text
 from ._keys import JobKeys, admission_key
@@ -95,7 +95,6 @@ class JobSession:
         self,
         client: aioredis.Redis,
         scripts: FleetScripts,
-        channels: ReplyChannels,
         settings: BrokerSettings,
         spec: JobSpec,
         request: ResolvedRequest,
@@ -107,7 +106,6 @@ class JobSession:
     ) -> None:
         self.client = client
         self.scripts = scripts
-        self.channels = channels
         self.settings = settings
         self.spec = spec
         self.request = request
@@ -150,7 +148,7 @@ class JobSession:
                 now = time.monotonic()
                 next_check = self._next_check(now)
             try:
-                raw = await self.channels.pop([self.keys.up], next_check - now)
+                raw = await pop(self.scripts.links, [self.keys.up], next_check - now)
             except BROKER_ERRORS as exc:
                 raise self._broker_lost(exc, "waiting for the job's outcome") from None
             if raw is not None:
@@ -278,8 +276,8 @@ class JobSession:
 
     async def _reply(self, message: ToolReply | FetchReply) -> None:
         try:
-            await self.channels.push(self.keys.down, encode(message),
-                                     ttl_ms=self.settings.key_ttl_ms)
+            await push(self.scripts, self.keys.down, encode(message),
+                       ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS:
             log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
 
@@ -316,8 +314,8 @@ class JobSession:
                     return False
                 self.started = True  # a quiet start may not have said so yet
                 self.worker = self.worker or result.holder
-                await self.channels.push(self.keys.down, encode(Cancel(reason)),
-                                         ttl_ms=self.settings.key_ttl_ms)
+                await push(self.scripts, self.keys.down, encode(Cancel(reason)),
+                           ttl_ms=self.settings.key_ttl_ms)
                 return True
         return True if self.started else None
 

@@ -40,6 +40,7 @@ from codemode._texts import host_gone_text
 from codemode.fleet import FleetExecutor
 from codemode.fleet._client import make_client
 from codemode.fleet._keys import admission_key, host_key
+from codemode.fleet._link import Links
 from codemode.fleet._scripts import FleetScripts
 from codemode.fleet._wire import Failed, Finished, Started, decode_up, encode
 from codemode.fleet.testing import FAST_FAULTS, RedisServer, WorkerProcess
@@ -133,8 +134,9 @@ async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_
     job_id = admitted[0].decode()
     keys = keys_of(settings.key_prefix, job_id)
     client = make_client(settings)
+    links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
     try:
-        claim = await FleetScripts(client).claim(
+        claim = await FleetScripts(links).claim(
             [keys.claim, keys.up, keys.lease, host_key(settings.key_prefix, host_id),
              admission_key(settings.key_prefix)],
             worker=worker, start_by_ms=int(time.time() * 1000) + 60_000,
@@ -142,6 +144,7 @@ async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_
             started=encode(Started(worker)), expired=encode(Failed(JobExpired("late").to_data())),
             announce=False)
     finally:
+        await links.aclose()
         await client.aclose()
         redis_sync.delete(settings.queue)  # no worker will take the job's message now
     assert claim.state == "started"

@@ -23,9 +23,10 @@ from broker_config import (
 from codemode import JobExpired, Outcome
 from codemode._faults import FaultData
 from codemode._outbound import OutboundRequest
-from codemode.fleet._channel import ReplyChannels
+from codemode.fleet._channel import pop, push
 from codemode.fleet._client import make_client
 from codemode.fleet._keys import JobKeys, admission_key, host_key
+from codemode.fleet._link import Links
 from codemode.fleet._scripts import FleetScripts
 from codemode.fleet._transport import RedisTransport
 from codemode.fleet._wire import (
@@ -154,7 +155,6 @@ def test_channel_messages_round_trip_and_refuse_garbage() -> None:
 class OnRedis:
     client: aioredis.Redis
     scripts: FleetScripts
-    channels: ReplyChannels
     prefix: str
     """Every key under it is deleted after the test."""
 
@@ -164,11 +164,11 @@ async def on_redis(settings: BrokerSettings) -> AsyncIterator[OnRedis]:
     """A client, the fleet's scripts on it, and a key prefix of the test's own."""
     client: aioredis.Redis = make_client(settings)
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    channels = ReplyChannels(client.connection_pool, timeout_s=settings.socket_timeout_s)
+    links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
     try:
-        yield OnRedis(client, FleetScripts(client), channels, prefix)
+        yield OnRedis(client, FleetScripts(links), prefix)
     finally:
-        await channels.aclose()
+        await links.aclose()
         for key in await client.keys(f"{prefix}:*"):
             await client.delete(key)
         await client.aclose()
@@ -231,16 +231,16 @@ async def test_a_quiet_claim_takes_the_job_without_telling_the_host(on_redis: On
 async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(on_redis: OnRedis) -> None:
     """Popping a list empty deletes its key, so the next push creates a key without an
     expiry: every push must re-arm it, or a channel nobody reads (a dead host) would stay."""
-    client, channels = on_redis.client, on_redis.channels
+    client, scripts = on_redis.client, on_redis.scripts
     key = f"{on_redis.prefix}:up"
-    await channels.push(key, b"one", b"two", ttl_ms=60_000)
-    await channels.push(key, b"three", ttl_ms=60_000)
+    await push(scripts, key, b"one", b"two", ttl_ms=60_000)
+    await push(scripts, key, b"three", ttl_ms=60_000)
     assert await client.lrange(key, 0, -1) == [b"one", b"two", b"three"]
     assert 0 < await client.pttl(key) <= 60_000
     for expected in (b"one", b"two", b"three"):
-        assert await channels.pop([key], 1.0) == expected
+        assert await pop(scripts.links, [key], 1.0) == expected
     assert not await client.exists(key)  # emptied: Redis deleted the key
-    await channels.push(key, b"four", ttl_ms=5_000)
+    await push(scripts, key, b"four", ttl_ms=5_000)
     assert 0 < await client.pttl(key) <= 5_000
 
 
