@@ -22,6 +22,12 @@ Prints a table and writes ``benchmarks/results/fleet.json``::
 ``--quiet-start-ab`` runs trivial jobs in alternating blocks of ten, with and without
 ``JobSpec.quiet_start`` (Started with the claim, as hosts that predate it ask), on one
 worker, and prints both distributions.
+
+``--link-cost`` times one channel push (the push script, one message) sent through
+redis-py's asyncio client and through the fleet's links (``codemode/fleet/_link.py``),
+alternating in blocks, and prints wall time and this process's CPU per command::
+
+    python benchmarks/fleet_bench.py --link-cost
 """
 
 from __future__ import annotations
@@ -220,6 +226,44 @@ async def quiet_start_ab(url: str, jobs: int) -> dict[str, dict[str, float]]:
     return {"quiet_start": summarize(samples[True]), "started_with_claim": summarize(samples[False])}
 
 
+async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict[str, float]]:
+    """One push script per command, through redis-py's client and through a link, in
+    alternating blocks of ``block`` commands; wall and CPU (this process) per command."""
+    from codemode.fleet._client import make_client
+    from codemode.fleet._link import Links
+    from codemode.fleet._scripts import _PUSH
+
+    settings = BrokerSettings(redis_url=url)
+    client = make_client(settings)
+    links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
+    through_client = client.register_script(_PUSH)
+    through_link = links.script(_PUSH)
+    message = b"x" * 200
+    ways: dict[str, Callable[[], Awaitable[Any]]] = {
+        "redis-py client": lambda: through_client(keys=["bench:push"], args=[60_000, message]),
+        "link": lambda: through_link(["bench:push"], [60_000, message]),
+    }
+    spent = {name: [0.0, 0.0, 0] for name in ways}
+    try:
+        for way in ways.values():  # connect, load the script
+            await way()
+        for i in range(2 * commands // block):
+            name = list(ways)[i % 2]
+            way = ways[name]
+            wall, cpu = time.perf_counter(), time.process_time()
+            for _ in range(block):
+                await way()
+            spent[name][0] += time.perf_counter() - wall
+            spent[name][1] += time.process_time() - cpu
+            spent[name][2] += block
+            await client.delete("bench:push")
+    finally:
+        await links.aclose()
+        await client.aclose()
+    return {name: {"wall_us": round(w / n * 1e6, 1), "cpu_us": round(c / n * 1e6, 1), "n": n}
+            for name, (w, c, n) in spent.items()}
+
+
 def table(results: dict[str, Any]) -> str:
     rows = [
         ("trivial job round trip", "inprocess_trivial", "fleet_trivial"),
@@ -268,7 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--quiet-start-ab", action="store_true",
                         help="trivial jobs with and without a quiet start, interleaved")
+    parser.add_argument("--link-cost", action="store_true",
+                        help="a push through redis-py's client and through a link, interleaved")
     args = parser.parse_args(argv)
+    if args.link_cost:
+        with RedisServer() as server:
+            costs = asyncio.run(link_cost(server.url, 20_000))
+        for name, row in costs.items():
+            print(f"{name:<16} wall {row['wall_us']:7.1f} us  CPU {row['cpu_us']:7.1f} us "
+                  f"per command (n={row['n']})")
+        return 0
     if args.quiet_start_ab:
         with RedisServer() as server, WorkerProcess(
                 BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2), name="ab"):

@@ -2,10 +2,12 @@
 fed straight from the socket's transport.
 
 redis-py's asyncio client puts a connection pool, a command-dispatch layer and an asyncio
-``StreamReader`` between a command and its socket: ~250 us of CPU per round trip where a
-:class:`Link` spends ~100 (this machine, busy; ``benchmarks/fleet_bench.py --link-cost``).
-A relayed tool call is four such round trips (each side's push and BLPOP), so the reply
-channel's two commands use links (see ``_channel.py``) and everything else keeps redis-py.
+``StreamReader`` between a command and its socket: a push script through it cost this
+process 300 us of CPU where a :class:`Link` spends 94, and 392 us of wall time against 137
+(one slow phase of this machine: ``benchmarks/fleet_bench.py --link-cost``). A relayed tool
+call is four such commands (each side's push and BLPOP) and a trivial job three scripts
+(admit, claim, finish), so the fleet's scripts and reply channels use links (see
+:class:`Links`); the rest (lease checks, heartbeats of the host, cleanups) keeps redis-py.
 
 A link is *made* by redis-py: its own connection class, from the same pool settings (URL,
 TLS, AUTH, SELECT, client name, socket options), connects and says hello; then the link
