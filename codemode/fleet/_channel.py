@@ -30,11 +30,13 @@ async def push(scripts: FleetScripts, key: str, *messages: bytes, ttl_ms: int) -
     await scripts.push(key, messages, ttl_ms)
 
 
-async def pop(links: Links, keys: Sequence[str], wait_s: float) -> bytes | None:
+async def pop(links: Links, keys: Sequence[str], wait_s: float, *,
+              before: Sequence[bytes] = ()) -> bytes | None:
     """The next message on ``keys``, waiting at most ``wait_s`` (clamped to the fleet's
-    longest blocking wait, which the socket timeout exceeds); ``None`` when nothing came."""
+    longest blocking wait, which the socket timeout exceeds); ``None`` when nothing came.
+    ``before``: pushes (:meth:`FleetScripts.packed_push`) that go out in the same write."""
     wait = min(max(wait_s, MIN_WAIT_S), MAX_BLOCKING_WAIT_S)
-    item = await links.blocking("BLPOP", *keys, wait)
+    item = await links.blocking("BLPOP", *keys, wait, before=before)
     if item is None:
         return None
     value = item[1]

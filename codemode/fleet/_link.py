@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import hashlib
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +34,8 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 __all__ = ["Link", "LinkScript", "Links", "open_link", "pack"]
+
+log = logging.getLogger("codemode.fleet")
 
 STALE_AFTER_S = 10.0
 """A link idle this long is closed rather than used again (redis-py's health-check interval
@@ -76,15 +79,21 @@ class Link(asyncio.Protocol):
     def command(self, packed: bytes) -> asyncio.Future[Any]:
         """Send one command packed by :func:`pack`; its future gets the reply.
         An error reply comes back as a ``hiredis.ReplyError`` value, not raised."""
+        return self.commands((packed,))[0]
+
+    def commands(self, packed: Sequence[bytes]) -> list[asyncio.Future[Any]]:
+        """Send several commands in one write (one system call: on this machine a send on
+        a loopback socket costs more than the Python around it); a future for each reply."""
         if self._lost is not None:
             raise self._lost
         assert self._transport is not None
-        future = self._loop.create_future()
-        self._waiting.append(future)
-        self._transport.write(packed)
+        create = self._loop.create_future
+        futures = [create() for _ in packed]
+        self._waiting.extend(futures)
+        self._transport.write(packed[0] if len(packed) == 1 else b"".join(packed))
         if self._overdue is None:
             self._overdue = self._loop.call_later(self._timeout_s, self._time_out)
-        return future
+        return futures
 
     def close(self) -> None:
         if self._transport is not None:
@@ -204,12 +213,25 @@ class Links:
             link = await self._new_shared()
         return _raise_error(await link.command(pack(*args)))
 
-    async def blocking(self, *args: str | int | float | bytes) -> Any:
-        """One command that may block, on a link of its own for as long as it waits."""
+    async def blocking(self, *args: str | int | float | bytes, before: Sequence[bytes] = ()) -> Any:
+        """One command that may block, on a link of its own for as long as it waits.
+
+        ``before``: commands (packed) sent ahead of it in the same write, such as a reply
+        to push before waiting for the next message: one system call for both, and Redis
+        runs them first. Their replies are not returned (the blocking reply may carry a
+        message that must not be lost to their failure): an error among them is logged."""
         link = await self._take()
         kept = False
         try:
-            reply = await link.command(pack(*args))
+            if before:
+                *ahead, last = link.commands((*before, pack(*args)))
+                reply = await last
+                for done in ahead:  # answered before the blocking command, in order
+                    if isinstance(done.result(), hiredis.ReplyError):
+                        log.warning("a command sent ahead of a blocking wait failed: %s",
+                                    done.result())
+            else:
+                reply = await link.command(pack(*args))
             kept = True
         finally:
             if kept and not self._closed:
@@ -267,6 +289,11 @@ class LinkScript:
         self._links = links
         self._source = source
         self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    def packed(self, keys: Sequence[str], args: Sequence[str | int | float | bytes]) -> bytes:
+        """The script's call, packed, to send ahead of other commands. The script itself
+        (EVAL), not its SHA1: nobody reads this reply in time to send it again."""
+        return pack("EVAL", self._source, len(keys), *keys, *args)
 
     async def __call__(self, keys: Sequence[str], args: Sequence[str | int | float | bytes]) -> Any:
         try:

@@ -199,6 +199,10 @@ class FleetScripts:
     async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
         await self._push([key], [ttl_ms, *messages])
 
+    def packed_push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> bytes:
+        """:meth:`push` as bytes, to send ahead of a blocking wait (``Links.blocking``)."""
+        return self._push.packed([key], [ttl_ms, *messages])
+
     async def settle(
         self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,
         mark: str, force: bool,

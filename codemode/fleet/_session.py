@@ -123,6 +123,10 @@ class JobSession:
         """True once the job has ended for the worker too (an outcome or fault arrived)."""
         self.closed = False
         """Set when the caller left: the loop stops even if a cancel was lost in redis-py."""
+        self._riders: list[bytes] | None = None
+        """While the wait loop lets a call's task run before its next BLPOP: the replies
+        ready by then, which go ahead of that BLPOP in the same write (one system call and
+        one wake-up fewer per relayed call)."""
         self._seen_calls: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
@@ -139,6 +143,7 @@ class JobSession:
 
     async def _loop(self) -> Outcome:
         next_check = self._next_check(time.monotonic())
+        riders: list[bytes] = []
         while True:
             if self.closed:
                 raise asyncio.CancelledError()
@@ -148,19 +153,23 @@ class JobSession:
                 now = time.monotonic()
                 next_check = self._next_check(now)
             try:
-                raw = await pop(self.scripts.links, [self.keys.up], next_check - now)
+                raw = await pop(self.scripts.links, [self.keys.up], next_check - now,
+                                before=riders)
             except BROKER_ERRORS as exc:
                 raise self._broker_lost(exc, "waiting for the job's outcome") from None
+            riders = []
             if raw is not None:
                 was_started = self.started
                 outcome = self._receive(raw)
                 if outcome is not None:
                     return outcome
                 if self._tasks:
-                    # A call was just handed to its task: let it run to its first wait (a
-                    # quick dispatch sends its reply) before this loop re-issues its BLPOP,
-                    # which can wait (~40 us off every relayed call).
+                    # A call was just handed to its task: let it run to its first wait
+                    # before this loop re-issues its BLPOP. A quick dispatch has its reply
+                    # by then, and the reply rides ahead of the BLPOP (see _reply).
+                    self._riders = riders
                     await asyncio.sleep(0)
+                    self._riders = None
                 if self.started and not was_started:
                     next_check = self._next_check(time.monotonic())
 
@@ -275,6 +284,10 @@ class JobSession:
         task.add_done_callback(self._tasks.discard)
 
     async def _reply(self, message: ToolReply | FetchReply) -> None:
+        if self._riders is not None:  # the wait loop sends it with its next BLPOP
+            self._riders.append(self.scripts.packed_push(
+                self.keys.down, (encode(message),), self.settings.key_ttl_ms))
+            return
         try:
             await push(self.scripts, self.keys.down, encode(message),
                        ttl_ms=self.settings.key_ttl_ms)

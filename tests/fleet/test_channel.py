@@ -155,3 +155,21 @@ async def test_an_error_reply_raises_and_a_closed_channel_refuses_new_links(
     await scripts.links.aclose()
     with pytest.raises(redis.exceptions.ConnectionError, match="closed"):
         await pop(scripts.links, [k], 0.1)
+
+
+async def test_pushes_ride_ahead_of_a_pop_in_one_write_and_a_failed_one_is_only_logged(
+        client: aioredis.Redis, scripts: FleetScripts, caplog: pytest.LogCaptureFixture) -> None:
+    k, other = key(), key()
+    riders = [scripts.packed_push(other, (b"reply",), 60_000),
+              scripts.packed_push(k, (b"mine",), 60_000)]
+    assert await pop(scripts.links, [k], 1.0, before=riders) == b"mine"  # Redis ran them first
+    assert await client.lrange(other, 0, -1) == [b"reply"]
+    assert 0 < await client.pttl(other) <= 60_000
+    await client.set(other, "not a list")
+    await push(scripts, k, b"next", ttl_ms=60_000)
+    with caplog.at_level("WARNING", logger="codemode.fleet"):
+        got = await pop(scripts.links, [k], 1.0,
+                        before=[scripts.packed_push(other, (b"lost",), 60_000)])
+    assert got == b"next"
+    assert "sent ahead of a blocking wait failed" in caplog.text and "WRONGTYPE" in caplog.text
+    await client.delete(k, other)
