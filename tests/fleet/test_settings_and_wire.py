@@ -89,6 +89,41 @@ def test_publishes_share_one_redis_client_and_survive_a_restart(
         raw.close()
 
 
+def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(
+        private_redis: RedisServer) -> None:
+    """Through our channel (one client per pool), kombu still records each unacked
+    delivery (for its redelivery if the worker dies: late acks), and removes the record on
+    ack and reject. (test_fleet_faults restores such a record after killing a worker.)"""
+    import json
+
+    from kombu import Connection
+
+    raw = redis.Redis.from_url(private_redis.url)
+    queue = f"q-{uuid.uuid4().hex}"
+    try:
+        with Connection(private_redis.url, transport=RedisTransport) as conn:
+            simple = conn.SimpleQueue(queue)
+            for _ in range(3):
+                simple.put({"job": 1})
+            first = simple.get(timeout=5)
+            assert raw.hlen("unacked") == 1 and raw.zcard("unacked_index") == 1
+            message, _exchange, routing_key = json.loads(raw.hget("unacked", first.delivery_tag))
+            assert routing_key == queue and message["properties"]["delivery_tag"] == (
+                first.delivery_tag)
+            first.ack()
+            assert raw.hlen("unacked") == 0 and raw.zcard("unacked_index") == 0
+            second = simple.get(timeout=5)
+            second.reject(requeue=False)
+            assert raw.hlen("unacked") == 0 and raw.llen(queue) == 1
+            third = simple.get(timeout=5)
+            third.reject(requeue=True)
+            assert raw.hlen("unacked") == 0 and raw.llen(queue) == 1  # back in the queue
+            simple.close()
+    finally:
+        raw.delete(queue)
+        raw.close()
+
+
 def test_settings_come_from_the_environment_and_refuse_nonsense() -> None:
     s = BrokerSettings.from_env({"CODEMODE_REDIS_URL": "redis://r:1/2",
                                  "CODEMODE_LEASE_TTL_MS": "4000"})
