@@ -200,7 +200,7 @@ class BrokerSettings:
 
     def redis_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``redis.asyncio.Redis.from_url`` (and the sync client)."""
-        return {
+        kwargs: dict[str, Any] = {
             # Longer than any BLPOP the fleet issues, so a quiet channel is not a dead socket.
             "socket_timeout": self.socket_timeout_s,
             # A producer facing a dead Redis raises BROKER_UNREACHABLE after this, not later.
@@ -213,6 +213,9 @@ class BrokerSettings:
             "retry_on_timeout": False,
             "client_name": "codemode-fleet",
         }
+        if self.redis_url.startswith("unix://"):
+            del kwargs["socket_keepalive"]  # a TCP option: redis-py's unix connection refuses it
+        return kwargs
 
     # ---- Celery (broker: the same Redis) -------------------------------------------------
 

@@ -5,9 +5,11 @@ Redis does to them."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -19,7 +21,7 @@ from codemode.fleet._client import make_client
 from codemode.fleet._errors import is_broker_error
 from codemode.fleet._link import STALE_AFTER_S, Links, open_link, pack
 from codemode.fleet._scripts import FleetScripts
-from codemode.fleet.testing import RedisServer
+from codemode.fleet.testing import REDIS_ARGS, RedisServer, redis_server_path
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -173,3 +175,31 @@ async def test_pushes_ride_ahead_of_a_pop_in_one_write_and_a_failed_one_is_only_
     assert got == b"next"
     assert "sent ahead of a blocking wait failed" in caplog.text and "WRONGTYPE" in caplog.text
     await client.delete(k, other)
+
+
+async def test_links_connect_the_way_the_url_says_over_a_unix_socket(tmp_path: Path) -> None:
+    """A link is made by redis-py's own connection class for the URL, so a ``unix://``
+    Redis (and its database number) works as a TCP one does."""
+    server_path = redis_server_path()
+    if server_path is None:
+        pytest.skip("redis-server is not on PATH")
+    sock = tmp_path / "redis.sock"
+    server = subprocess.Popen([server_path, "--port", "0", "--unixsocket", str(sock),
+                               *REDIS_ARGS], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not sock.exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        settings = BrokerSettings(redis_url=f"unix://{sock}?db=3")
+        client = make_client(settings)
+        scripts = FleetScripts(Links(client.connection_pool, timeout_s=settings.socket_timeout_s))
+        try:
+            await push(scripts, "k", b"over a unix socket", ttl_ms=60_000)
+            assert await client.lrange("k", 0, -1) == [b"over a unix socket"]  # in db 3
+            assert await pop(scripts.links, ["k"], 1.0) == b"over a unix socket"
+        finally:
+            await scripts.links.aclose()
+            await client.aclose()
+    finally:
+        server.terminate()
+        server.wait(10)
