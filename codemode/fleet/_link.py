@@ -1,5 +1,6 @@
-"""One Redis connection spoken to directly: hiredis packs each command and parses each reply,
-fed straight from the socket's transport.
+"""The fleet's own Redis connections, spoken to directly: hiredis packs each command and
+parses each reply, fed straight from the socket's transport (:class:`Link`), and the links
+of one event loop (:class:`Links`) with the scripts that run over them (:class:`LinkScript`).
 
 redis-py's asyncio client puts a connection pool, a command-dispatch layer and an asyncio
 ``StreamReader`` between a command and its socket: a push script through it cost this
@@ -82,8 +83,9 @@ class Link(asyncio.Protocol):
         return self.commands((packed,))[0]
 
     def commands(self, packed: Sequence[bytes]) -> list[asyncio.Future[Any]]:
-        """Send several commands in one write (one system call: on this machine a send on
-        a loopback socket costs more than the Python around it); a future for each reply."""
+        """Send several commands in one write (one system call: on the benchmark machine a
+        send on a loopback socket costs more than the Python around it); a future for each
+        reply."""
         if self._lost is not None:
             raise self._lost
         assert self._transport is not None
@@ -222,6 +224,7 @@ class Links:
         message that must not be lost to their failure): an error among them is logged."""
         link = await self._take()
         kept = False
+        ahead: list[asyncio.Future[Any]] = []
         try:
             if before:
                 *ahead, last = link.commands((*before, pack(*args)))
@@ -239,6 +242,9 @@ class Links:
                 self._stock.append(link)
             else:
                 link.close()
+                for future in ahead:  # failed with the link: nobody else will look
+                    if not future.cancelled():
+                        future.exception()
         return _raise_error(reply)
 
     def script(self, source: str) -> LinkScript:

@@ -168,8 +168,10 @@ class JobSession:
                     # before this loop re-issues its BLPOP. A quick dispatch has its reply
                     # by then, and the reply rides ahead of the BLPOP (see _reply).
                     self._riders = riders
-                    await asyncio.sleep(0)
-                    self._riders = None
+                    try:
+                        await asyncio.sleep(0)
+                    finally:
+                        self._riders = None
                 if self.started and not was_started:
                     next_check = self._next_check(time.monotonic())
 
