@@ -65,6 +65,12 @@ CYCLE = "The program's return value cannot cross to the host: it contains a cycl
 LOG_SLACK_BYTES = 200  # the truncation marker, and a prefix such as "Unhandled promise rejection: "
 HANG_GRACE_S = 10.0  # past the run's bound, a call that has not returned is a hang
 SETTLE_GRACE_S = 1.5  # past the run's bound, the latest an outcome may arrive
+FLOOD_SETTLE_GRACE_S = 3.0
+"""The same for a flood: 10,000 sync tool calls at once keep the host's own loop busy
+handing them to its dispatch threads (under the GIL with 16 of them), so the outcome the
+child sends at the bound waits its turn. On a slow phase of the 2-core machine one such run
+settled 1.96 s past its bound (2.2-3.3 s in all, alone). The real accuracy of a deadline
+is measured in benchmarks/ (row e)."""
 
 PROVIDERS = [{"name": "api", "tools": ["echo"]}]
 
@@ -1061,7 +1067,8 @@ def problems_with(case: Case, report: Report) -> list[str]:
     miss = case.expect.check(outcome, report.calls)
     if miss is not None:
         problems.append(f"{miss}; got result={_short(outcome.result)} error={_short(outcome.error)}")
-    if report.elapsed > timeout_ms / 1000 + SETTLE_GRACE_S:
+    grace = FLOOD_SETTLE_GRACE_S if case.category == "flood" else SETTLE_GRACE_S
+    if report.elapsed > timeout_ms / 1000 + grace:
         problems.append(f"settled after {report.elapsed:.2f} s, past its {timeout_ms} ms bound")
     if len(outcome.logs) > MAX_LOGS + 1:
         problems.append(f"{len(outcome.logs)} log entries came back (at most {MAX_LOGS} plus one notice)")
