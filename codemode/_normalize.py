@@ -230,18 +230,33 @@ def _entry_as_given(code: str) -> bool:
     return parsed and expression is not None and _unwrap(expression).type in _FUNCTION_TYPES
 
 
-@functools.lru_cache(maxsize=256)
+_KEPT_PROGRAMS = 128
+_KEPT_PROGRAM_CHARS = 64 * 1024
+"""Answers of entry_form_problem are kept for this many programs of at most this many
+characters: 8 Mi characters of program text held at most (a request may carry 8 MiB of
+code, and a caller may send a stream of distinct ones)."""
+
+
 def entry_form_problem(code: str) -> bool:
     """Whether ``code`` parses cleanly but is not one expression: ``1) || (2`` style code
     that would close the executor's parentheses itself. (Code that does not parse at all
     is left to the engine, whose SyntaxError names the position.)
 
-    Every run asks, before any child is involved; the answer is kept for the last 256
-    programs, since a program that runs again (a retry, a loop of the same script over new
-    inputs) would otherwise be parsed again: ~0.05-0.2 ms of the host's CPU per run for a
-    few hundred bytes, depending on the machine's phase."""
+    Every run asks, before any child is involved; the answer is kept for the last 128
+    programs (up to 64 Ki characters each), since a program that runs again (a retry, a loop of the
+    same script over new inputs) would otherwise be parsed again: ~0.05-0.2 ms of the
+    host's CPU per run for a few hundred bytes, depending on the machine's phase."""
+    if len(code) > _KEPT_PROGRAM_CHARS:
+        return _entry_form_problem(code)
+    return _kept_entry_form_problem(code)
+
+
+def _entry_form_problem(code: str) -> bool:
     parsed, expression = _sole_expression(code)
     return parsed and expression is None
+
+
+_kept_entry_form_problem = functools.lru_cache(maxsize=_KEPT_PROGRAMS)(_entry_form_problem)
 
 
 def _ends_with_comment(root: Node, source: bytes) -> bool:

@@ -355,6 +355,23 @@ def test_fast() -> None:
     assert per_call < 0.01, f"{per_call * 1000:.2f} ms per call"
 
 
+def test_the_entry_form_check_keeps_answers_for_short_programs_only() -> None:
+    """Its answers are kept per program (a program run again is not parsed again), but not
+    for long ones: a stream of distinct 8 MiB programs must not pile up in the host."""
+    from codemode._normalize import _kept_entry_form_problem, entry_form_problem
+
+    _kept_entry_form_problem.cache_clear()
+    assert entry_form_problem("1) || (2") is True
+    assert entry_form_problem("1) || (2") is True
+    assert entry_form_problem("async () => 6 * 7") is False
+    kept = _kept_entry_form_problem.cache_info()
+    assert (kept.hits, kept.currsize) == (1, 2)
+    padding = "// " + "x" * 70_000 + "\n"
+    assert entry_form_problem(padding + "1) || (2") is True
+    assert entry_form_problem(padding + "async () => 6 * 7") is False
+    assert _kept_entry_form_problem.cache_info().currsize == 2
+
+
 _PIECES = st.sampled_from(
     [
         *"`~\n ;{}()[]'\"/*=>+-.,:!?#\\",
