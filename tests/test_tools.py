@@ -165,6 +165,29 @@ def test_async_dispatch_calls_overlap_as_well(executor: SyncIsolateExecutor) -> 
     assert time.monotonic() - started < 0.6
 
 
+def test_a_flood_of_calls_is_served_whole_and_in_order_a_share_per_loop_turn(
+        executor: SyncIsolateExecutor) -> None:
+    """Past CALLS_STARTED_PER_TURN calls in one loop turn, the rest wait in the run's line
+    for the next turns (so the loop keeps reading the child between them): every call is
+    still served, in the order the program made them."""
+    from codemode._worker import CALLS_STARTED_PER_TURN
+
+    served: list[int] = []
+
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        served.append(json.loads(args_json)[0])
+        return tool_result(json.loads(args_json)[0])
+
+    n = 20 * CALLS_STARTED_PER_TURN
+    outcome = executor.execute(
+        f"async () => (await Promise.all(Array.from({{ length: {n} }}, (_, i) => api.echo(i))))"
+        ".reduce((a, b) => a + b, 0)",
+        providers=[{"name": "api", "tools": ["echo"]}], dispatch=dispatch, timeout=30_000)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == n * (n - 1) // 2
+    assert served == list(range(n))
+
+
 def test_an_error_envelope_rejects_the_call_with_its_text(executor: SyncIsolateExecutor) -> None:
     outcome = executor.execute(
         """async () => {
