@@ -415,8 +415,8 @@ class _Job:
     # ---- the down channel -------------------------------------------------------------
 
     async def _read_down(self) -> None:
-        # ``ended`` stops the loop within one blocking wait even if a cancel is lost inside
-        # redis-py (its asyncio client does not always re-raise one).
+        # ``ended`` also stops the loop within one blocking wait, should a cancel not reach
+        # it (the reader is cancelled at the run's end, and a Close wakes its BLPOP).
         while not self.ended:
             try:
                 raw = await pop(self.runner.links, [self.keys.down], MAX_BLOCKING_WAIT_S)

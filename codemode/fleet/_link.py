@@ -28,7 +28,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import hiredis
 import redis.asyncio as aioredis
@@ -211,7 +211,7 @@ class Links:
     async def call(self, *args: str | int | float | bytes) -> Any:
         """One command on the shared link; an error reply raises ``ResponseError``."""
         link = self._shared
-        if link is None or not link.usable or _stale(link):
+        if not _fresh(link):
             link = await self._new_shared()
         return _raise_error(await link.command(pack(*args)))
 
@@ -268,7 +268,7 @@ class Links:
         stock = self._stock
         while stock:
             link = stock.pop()
-            if link.usable and not _stale(link):
+            if _fresh(link):
                 return link
             link.close()
         return await self._open()
@@ -276,15 +276,18 @@ class Links:
     async def _new_shared(self) -> Link:
         async with self._shared_lock:  # concurrent first commands share one connect
             link = self._shared
-            if link is None or not link.usable or _stale(link):
+            if not _fresh(link):
                 if link is not None:
                     link.close()
                 link = self._shared = await self._open()
             return link
 
 
-def _stale(link: Link) -> bool:
-    return not link.busy and link.idle_since < time.monotonic() - STALE_AFTER_S
+def _fresh(link: Link | None) -> TypeGuard[Link]:
+    """Whether ``link`` can take a command: connected, and not idle past STALE_AFTER_S."""
+    if link is None or not link.usable:
+        return False
+    return link.busy or link.idle_since >= time.monotonic() - STALE_AFTER_S
 
 
 class LinkScript:

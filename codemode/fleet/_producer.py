@@ -58,9 +58,10 @@ class CeleryMessages:
         self._headers: dict[str, Any] = {}
         self._embed: Any = None
 
-    def _template(self) -> dict[str, Any]:
-        """Celery's headers for this task, from Celery itself (``as_task_v2``), made once per
-        process: a job then sets only what differs per job. Building them per job cost
+    def _template(self) -> tuple[dict[str, Any], Any]:
+        """Celery's headers for this task and the body's last part (callbacks, chain, chord:
+        none), from Celery itself (``as_task_v2``), made once per process: a job then sets
+        only what differs per job. Building them per job cost
         more than the rest of the message (its expiry through the app's time zone, the
         origin from the host name and the pid); ``origin`` names the process, so a forked
         producer makes its own."""
@@ -70,15 +71,16 @@ class CeleryMessages:
                 argsrepr="()", kwargsrepr="{}")
             self._headers, self._embed = dict(probe.headers), probe.body[2]
             self._pid = os.getpid()
-        return self._headers
+        return self._headers, self._embed
 
     def build(self, spec: JobSpec, *, queue: str, expires_s: float) -> bytes:
         """The message that runs ``spec`` on a worker consuming ``queue``; Celery discards
         it unrun once ``expires_s`` have passed (the start-by check in Redis is the
         authority: see ``_scripts.py``)."""
+        template, embed = self._template()
         expires = datetime.now(UTC) + timedelta(seconds=expires_s)
         headers = {
-            **self._template(),
+            **template,
             "id": spec.job_id,
             "root_id": spec.job_id,
             "expires": expires.isoformat(),
@@ -86,7 +88,7 @@ class CeleryMessages:
             # too: name the job instead, which is cheaper and keeps the code out of logs.
             "kwargsrepr": f"{{'job': {spec.job_id!r}}}",
         }
-        body = json.dumps([[], {"job": job_to_celery(spec)}, self._embed],
+        body = json.dumps([[], {"job": job_to_celery(spec)}, embed],
                           separators=(",", ":")).encode()
         envelope = {
             "body": base64.b64encode(body).decode("ascii"),

@@ -14,12 +14,12 @@ support Redis Cluster (the admission key lives in another slot).
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
 * ``push``: append to a reply channel and re-arm its expiry (see ``_channel.py``).
+* ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
+  down), its admission slot freed, its lease dropped, atomically.
 
 They run over links (``_link.py``): hiredis on the socket, pipelined on one connection per
 event loop, instead of redis-py's client, whose Python cost per command exceeded the
 command's own round trip. A script Redis does not know (after a restart) is sent whole.
-* ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
-  down), its admission slot freed, its lease dropped, atomically.
 """
 
 from __future__ import annotations
