@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import pytest
@@ -325,3 +326,54 @@ def test_public_names() -> None:
     assert sorted(codemode.fleet.__all__) == codemode.fleet.__all__
     for name in codemode.fleet.__all__:
         assert hasattr(codemode.fleet, name)
+
+
+def test_unacked_records_are_read_after_the_hand_off_and_connections_come_back(
+        private_redis: RedisServer) -> None:
+    """The record of a delivery is sent before the consumer's callback and its answer read
+    after it: every record lands, every connection goes back to the channel's pool, and a
+    record Redis refuses fails the read (after the hand-off) without keeping the
+    connection or losing the deliveries after it."""
+    from kombu import Connection, Consumer, Producer, Queue
+
+    raw = redis.Redis.from_url(private_redis.url)
+    queue = Queue(f"q-{uuid.uuid4().hex}")
+    seen: list[int] = []
+    held: list[Any] = []
+    try:
+        with Connection(private_redis.url, transport=RedisTransport) as conn:
+            channel = conn.default_channel
+            producer = Producer(channel)
+            for i in range(200):
+                producer.publish({"i": i}, routing_key=queue.name, declare=[queue])
+
+            def on_message(body: dict[str, int], message: Any) -> None:
+                seen.append(body["i"])
+                held.append(message)
+
+            pool = channel.pool
+            with Consumer(channel, queues=[queue], callbacks=[on_message]):
+                while len(seen) < 200:
+                    conn.drain_events(timeout=5)
+                assert seen == list(range(200))
+                assert raw.hlen("unacked") == 200 and raw.zcard("unacked_index") == 200
+                assert not pool._in_use_connections  # every record's connection came back
+                for message in held:
+                    message.ack()
+                assert raw.hlen("unacked") == 0 and raw.zcard("unacked_index") == 0
+                assert not pool._in_use_connections
+
+                # A record Redis refuses: the error comes out after the hand-off.
+                raw.set("unacked", "not a hash")
+                producer.publish({"i": 200}, routing_key=queue.name)
+                producer.publish({"i": 201}, routing_key=queue.name)
+                with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+                    conn.drain_events(timeout=5)
+                assert seen[-1] == 200
+                assert not pool._in_use_connections
+                raw.delete("unacked")
+                conn.drain_events(timeout=5)
+                assert seen[-1] == 201 and raw.hlen("unacked") == 1
+    finally:
+        raw.delete(queue.name, "unacked", "unacked_index")
+        raw.close()
