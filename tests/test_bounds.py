@@ -81,6 +81,49 @@ def test_count_host_waits_false_stops_the_clock_during_tool_calls(executor: Sync
     assert looping.error == TIMEOUT_300
 
 
+def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(
+        executor: SyncIsolateExecutor) -> None:
+    """A tool call leaves for the host from the thread that rang the bell (the loop opens
+    it after): with host waits uncounted, hundreds of quick calls, one at a time and in
+    batches, leave no call open, so the program's own loop after them still meets its
+    bound; and the calls the loop must judge (an undeclared provider, an argument list
+    near the ceiling) get what they always got."""
+    seen: list[int] = []
+
+    def echo(provider: str, tool: str, args_json: str) -> str:
+        [arg] = json.loads(args_json)
+        seen.append(arg["i"])
+        return tool_result(arg["i"])
+
+    kwargs = {"providers": [{"name": "api", "tools": ["echo"]}], "dispatch": echo,
+              "timeout": 300, "count_host_waits": False}
+    started = time.monotonic()
+    looping = executor.execute(
+        """async () => {
+          let sum = 0;
+          for (let i = 0; i < 200; i++) sum += await api.echo({ i });
+          const batch = await Promise.all(Array.from({ length: 100 }, (_, i) => api.echo({ i: 200 + i })));
+          if (sum !== 19900 || batch[99] !== 299) return 'wrong: ' + sum;
+          while (true) {}
+        }""", **kwargs)  # type: ignore[arg-type]
+    assert looping.error == TIMEOUT_300, looping
+    assert sorted(seen) == list(range(300))
+    assert time.monotonic() - started < 10
+    judged = executor.execute(
+        """async () => {
+          const out = [];
+          try { await nope.echo({ i: 1 }); } catch (e) { out.push(String(e.message)); }
+          out.push(await api.echo({ i: 7, pad: 'x'.repeat(400000) }));
+          try { await api.echo({ i: 8, pad: 'x'.repeat(2000000) }); } catch (e) { out.push(String(e.message)); }
+          return out;
+        }""", providers=[{"name": "api", "tools": ["echo"]}], dispatch=echo, timeout=5_000)
+    assert judged.error is None, judged
+    undeclared, echoed, oversized = judged.result
+    assert "nope" in undeclared
+    assert echoed == 7
+    assert "argument list" in oversized and seen[-1] == 7
+
+
 def test_a_dispatch_that_never_answers_is_bounded_by_the_timeout(executor: SyncIsolateExecutor) -> None:
     async def never(provider: str, tool: str, args_json: str) -> str:
         await asyncio.sleep(3600)

@@ -207,7 +207,8 @@ def _new_context(
     off the event loop (see :meth:`Isolate.prepare`). Its calls back come to ``loop``.
 
     ``guard`` runs first in every callback, on the isolate's thread, while the program
-    waits for the callback to return. ``thread`` keeps that thread's Python state."""
+    waits for the callback to return (see :meth:`Isolate._on_thread`). ``thread`` keeps
+    that thread's Python state."""
     dll = init_mini_racer(ignore_duplicate_init=True)
     _use_os_entropy(dll)
     contexts: list[Any] = []
@@ -259,6 +260,13 @@ class Isolate:
         ends with the memory text (see :meth:`_guard`)."""
         self._in_flight: set[int] = set()
         self._thread = _CallbackThread()
+        self.act_now: Callable[[list[Any]], list[Any]] | None = None
+        """Set while a run can act on what it writes from the isolate's own thread (see
+        :meth:`_on_thread`): takes the messages read there and returns what the loop is
+        still to act on, in order."""
+        self._journal_lock = threading.Lock()
+        self._taken: list[Any] = []
+        """What the isolate's thread read and left for the loop (:meth:`read_journal`)."""
         self._pumps: set[int] = set()
         """Task ids of pumps in flight (:meth:`pump_soon`; cancelled by :meth:`cancel_pumps`)."""
         self._pump_tasks: set[asyncio.Task[Any]] = set()
@@ -295,7 +303,7 @@ class Isolate:
     ) -> None:
         for isolate in close_first:
             isolate.close()
-        self.ctx, free = _new_context(loop, self._guard, self._thread)
+        self.ctx, free = _new_context(loop, self._on_thread, self._thread)
         self._stack.callback(free)
         ctx = self.ctx
         object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
@@ -342,6 +350,27 @@ class Isolate:
         # The notification's argument array is never read: reading needs the isolate.
         del value_handle
         self.on_bell()
+
+    def _on_thread(self) -> None:
+        """First in every callback, on the isolate's thread, while the program waits for
+        it: the memory guard, then what the program wrote since the last read, handed to
+        :attr:`act_now`. A tool call then leaves for the host from the thread that rang
+        the bell, instead of a loop turn later (the hop cost a call ~100 us, 13% of its
+        round trip in a slow phase of this machine); the loop still does everything else
+        with the messages, in order, from :meth:`read_journal`."""
+        self._guard()
+        act_now = self.act_now
+        if act_now is None or self.closed:
+            return
+        try:
+            with self._journal_lock:
+                if self.closed:
+                    return
+                messages = self._read_journal()
+                if messages:
+                    self._taken.extend(act_now(messages))
+        except Exception:  # a callback from V8 must not raise; the loop reads what is left
+            pass
 
     def _guard(self) -> None:
         """Before each callback from the isolate (a bell, a finished call): if the process
@@ -498,11 +527,18 @@ class Isolate:
         await self._write(payload_json, _INVOKE)
 
     def read_journal(self) -> list[Any]:
-        """Messages written since the last read. Needs no isolate: safe while it is busy.
+        """Messages written since the last read (after what the isolate's thread read and
+        left for the loop). Needs no isolate: safe while it is busy."""
+        with self._journal_lock:
+            if not self._taken:
+                return self._read_journal()
+            taken, self._taken = self._taken, []
+            return taken + self._read_journal()
 
-        The bell is re-armed *before* the write index is read, so a message written after
-        this read always rings again.
-        """
+    def _read_journal(self) -> list[Any]:
+        """The journal's new messages (under the journal lock). The bell is re-armed
+        *before* the write index is read, so a message written after this read always
+        rings again."""
         view = self._journal
         struct.pack_into("<i", view, 4, 0)
         (written,) = struct.unpack_from("<i", view, 0)
@@ -543,7 +579,9 @@ class Isolate:
     def close(self) -> None:
         """Dispose the isolate. Only call when it is responsive (a wedged one never returns)."""
         if not self.closed:
-            self.closed = True
+            with self._journal_lock:  # not while the isolate's thread reads the journal
+                self.closed = True
+                self.act_now = None
             self._handles = []
             self._held = []  # the context's teardown frees them
             for name in ("_control", "_inbound", "_journal", "_sync"):

@@ -28,6 +28,7 @@ import resource
 import secrets
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -297,6 +298,16 @@ def parse_lines(text: str) -> list[Any]:
     return [json.loads(line) for line in text.split("\n") if line]
 
 
+class SentCall:
+    """A tool call the isolate's thread sent to the host (``Child.send_calls_now``): the
+    loop only opens it. Not JSON, so nothing the isolate writes can pose as one."""
+
+    __slots__ = ("call_id",)
+
+    def __init__(self, call_id: int) -> None:
+        self.call_id = call_id
+
+
 class RunState:
     """Everything one run owns in the child; discarded with its isolate."""
 
@@ -332,6 +343,8 @@ class Child:
         self.max_log_bytes = LOG_BUDGET_MESSAGES * max_message_bytes
         self.proto_in = proto_in
         self.proto_out = proto_out
+        self._send_lock = threading.Lock()
+        """Frames go out from the loop and from an isolate's thread (send_calls_now)."""
         self.decoder = msgspec.msgpack.Decoder(HostMessage)
         self.spares: list[Any] = []
         self.spare_task: asyncio.Task[Any] | None = None
@@ -385,9 +398,10 @@ class Child:
     def send(self, message: Any) -> None:
         data = encode_frame(message)
         view = memoryview(data)
-        while view:
-            n = os.write(self.proto_out, view)
-            view = view[n:]
+        with self._send_lock:  # one whole frame at a time
+            while view:
+                n = os.write(self.proto_out, view)
+                view = view[n:]
 
     async def read_messages(self) -> None:
         """Act on the host's frames as they arrive, for as long as the host is there.
@@ -422,6 +436,11 @@ class Child:
                 state = self.run
                 if state is None or state.msg.run_id != run_id or state.done:
                     return  # stale: the run it answered has ended
+                # The call may have left from the isolate's thread (send_calls_now): its
+                # opening is in the journal's taken messages, read here first (under the
+                # journal's lock, so never half-written).
+                if not self.read_journal_into(state):
+                    return
                 if call_id in state.open_calls:
                     state.open_calls.discard(call_id)
                     if not state.open_calls and state.paused_since is not None:
@@ -585,6 +604,7 @@ class Child:
         state = RunState(msg, isolate)
         self.run = state
         isolate.on_bell = lambda: self.take_journal(state)
+        isolate.act_now = lambda messages: self.send_calls_now(state, messages)
         self.check_clock(state)
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
         self.send(Started(msg.run_id))
@@ -714,6 +734,10 @@ class Child:
         for m in messages:
             if state.done and not logs_only:
                 return
+            if isinstance(m, SentCall):
+                if not logs_only:
+                    self.open_call(state, m.call_id)
+                continue
             if not _well_shaped(m):
                 self.finish(state, "throw", error=TAMPERED)
                 return
@@ -778,6 +802,29 @@ class Child:
         self.open_call(state, call_id)
         self.send(Call(state.msg.run_id, call_id, provider, _texts.well_formed(tool), args_json))
 
+    def send_calls_now(self, state: RunState, messages: list[Any]) -> list[Any]:
+        """On the isolate's thread, in the callback of the bell that a program's write rang
+        (``Isolate._on_thread``): send its tool calls to the host now, and leave the rest
+        to the loop, in order. Only well-formed calls that :meth:`take_call` would send
+        as they are leave here, and only until the first message that is neither one nor
+        a log line (a result, a fetch, an error: the loop decides what follows those);
+        each sent call stays in the list as a :class:`SentCall`, which the loop opens."""
+        out: list[Any] = []
+        sending = True
+        for m in messages:
+            if sending and not state.done and _well_shaped(m) and m[0] == "c":
+                call_id, provider, tool, args_json = m[1], m[2], m[3], m[4]
+                if (provider in {p.name for p in self.providers_of(state)}
+                        and len(args_json) * 3 <= self.max_message_bytes):
+                    self.send(Call(state.msg.run_id, call_id, provider,
+                                   _texts.well_formed(tool), args_json))
+                    out.append(SentCall(call_id))
+                    continue
+            if not (isinstance(m, list) and m and m[0] == "l"):
+                sending = False
+            out.append(m)
+        return out
+
     def providers_of(self, state: RunState) -> tuple[Provider, ...]:
         msg = state.msg
         if isinstance(msg, Run):
@@ -821,6 +868,7 @@ class Child:
         if state.done:
             return
         state.done = True
+        state.isolate.act_now = None
         state.kind = kind
         self.drain_journal(state)
         if error is not None:
