@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -63,11 +63,14 @@ BACKSTOP_GRACE_S = 0.1
 """How long past the deadline the host waits for the child's own timeout before killing it."""
 STDERR_TAIL_BYTES = 8192
 CALLS_STARTED_PER_TURN = 64
-"""Tool calls and fetches of one run that the host starts in one turn of its event loop;
-more wait in the run's line for the next turns. A program that sent 10,000 calls at once
-had a task made for each in one turn, and the turn that started them all (handing sync
-calls to dispatch threads, under the GIL with them) kept the loop from reading the run's
-own outcome: a 2 s deadline settled up to 2 s late on the benchmark machine."""
+"""Tool calls and fetches of one run that the host starts per read of its child's pipe
+(one read per loop turn) and per turn of the run's line; more wait in the line for the
+next turns. A program that sent 10,000 calls at once had a task made for each in one
+turn, and the turn that started them all (handing sync calls to dispatch threads, under
+the GIL with them) kept the loop from reading the run's own outcome: a 2 s deadline
+settled up to 2 s late on the benchmark machine. The share is counted from each read, so
+that a run that is not flooding costs no extra loop turn per call (a callback to reset
+the count each turn did: one more turn, and one more poll of the selector, per call)."""
 STDERR_DRAIN_S = 1.0  # a dead child's stderr reaches EOF at once, unless it left a grandchild
 
 _decoder = msgspec.msgpack.Decoder(ChildMessage)
@@ -404,6 +407,9 @@ class Worker:
             if bodies is None:
                 stop(None)
                 return
+            active = self.run
+            if active is not None and active.next_turn is None:
+                active.started_this_turn = 0  # a new read: a new share (see _start)
             for body in bodies:
                 try:
                     message = _decoder.decode(body)
@@ -513,11 +519,11 @@ class Worker:
         """Serve a call now, or, past this turn's share, in a later turn (in order)."""
         if active.line or active.started_this_turn >= CALLS_STARTED_PER_TURN:
             active.line.append((call_id, serve))
+            if active.next_turn is None:
+                active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
         else:
             active.started_this_turn += 1
-            self._answer(active, call_id, serve())
-        if active.next_turn is None:
-            active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
+            self._answer(active, call_id, serve)
 
     def _new_turn(self, active: ActiveRun) -> None:
         """A loop turn later (the loop has looked for I/O since): start the next share."""
@@ -529,27 +535,29 @@ class Worker:
         while active.line and active.started_this_turn < CALLS_STARTED_PER_TURN:
             call_id, serve = active.line.popleft()
             active.started_this_turn += 1
-            self._answer(active, call_id, serve())
-        if active.line or active.started_this_turn:
+            self._answer(active, call_id, serve)
+        if active.line:
             active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
 
-    def _answer(self, active: ActiveRun, call_id: int, pending: Awaitable[str]) -> None:
+    def _answer(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
+        """Serve one call in a task of its own and send its reply. The task takes itself
+        out of the run's tasks as it ends: a done callback would cost every call one more
+        turn of the loop (a task's callbacks run in the turn after it finishes). The call's
+        coroutine is made inside it, so a task cancelled before it started leaves none
+        unawaited."""
         async def answer() -> None:
-            body = await pending
-            if self.run is not active or active.future.done():
-                return  # the run ended while the host worked: drop the stale reply
-            self._close(active, call_id)
-            with contextlib.suppress(Exception):
-                self._write(Reply(active.msg.run_id, call_id, body))
-
-        def done(task: asyncio.Task[None]) -> None:
-            active.tasks.discard(task)
-            if task.cancelled() and isinstance(pending, Coroutine):
-                pending.close()  # cancelled before it started: nothing will await it
+            try:
+                body = await serve()
+                if self.run is not active or active.future.done():
+                    return  # the run ended while the host worked: drop the stale reply
+                self._close(active, call_id)
+                with contextlib.suppress(Exception):
+                    self._write(Reply(active.msg.run_id, call_id, body))
+            finally:
+                active.tasks.discard(task)
 
         task = asyncio.ensure_future(answer())
         active.tasks.add(task)
-        task.add_done_callback(done)
 
     def _fail_active(self, exc: ExecutorError) -> None:
         active = self.run
@@ -620,6 +628,7 @@ class Worker:
             self._backstop = None
         for task in list(active.tasks):
             task.cancel()
+        active.tasks.clear()  # a task cancelled before it started never takes itself out
 
     async def _exited(self, reason: str | None) -> None:
         """The pipe closed: map the death onto the run in flight (if any), then tell the pool."""

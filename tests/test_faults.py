@@ -27,6 +27,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from typing import Any
 
 import pytest
 
@@ -209,29 +210,41 @@ def test_no_child_outlives_its_host(mode: str) -> None:
 
 def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> None:
     """A run that ends (its deadline, say) while a flood of calls waits to be served cancels
-    their tasks; one cancelled before it started must close the dispatch coroutine it was
-    given, or Python warns that it was never awaited."""
+    their tasks: one cancelled before it started never made its dispatch coroutine (so
+    Python has none to warn about), one cancelled while it ran is closed, and the run keeps
+    no task."""
     from codemode._protocol import Call, Run
     from codemode._worker import ActiveRun, SpawnSettings, Worker
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         worker = Worker(1, SpawnSettings(64, 1 << 20, 100), lambda w: None, lambda w: None)
+        made: list[Any] = []
+        entered = asyncio.Event()
 
         async def on_call(call: Call) -> str:
+            entered.set()
+            await asyncio.sleep(3600)
             return "{}"
+
+        def serve(call_id: int) -> Any:
+            coroutine = on_call(Call(1, call_id, "p", "t", "[]"))
+            made.append(coroutine)
+            return coroutine
 
         run = Run(1, "() => 0", (), 1000, True, "none", time.monotonic())
         active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call,
                            on_fetch=on_call)  # type: ignore[arg-type]
         worker.run = active
-        pending = on_call(Call(1, 1, "p", "t", "[]"))
-        worker._answer(active, 1, pending)
-        for task in list(active.tasks):
-            task.cancel()  # the run ended before the loop got to the call
+        worker._answer(active, 1, lambda: serve(1))
+        await entered.wait()  # the first call is being served
+        worker._answer(active, 2, lambda: serve(2))  # the second one has not started
+        tasks = list(active.tasks)
+        worker._finish(active)  # the run ended
         await asyncio.sleep(0)
         await asyncio.sleep(0)
-        assert not active.tasks
-        assert inspect.getcoroutinestate(pending) == inspect.CORO_CLOSED
+        assert not active.tasks and all(t.cancelled() for t in tasks)
+        assert len(made) == 1  # the call that never started made no coroutine
+        assert inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED
 
     asyncio.run(main())
