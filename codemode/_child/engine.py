@@ -267,6 +267,8 @@ class Isolate:
         self._journal_lock = threading.Lock()
         self._taken: list[Any] = []
         """What the isolate's thread read and left for the loop (:meth:`read_journal`)."""
+        self._unreadable: Exception | None = None
+        """Why the isolate's thread could not read the journal, for the loop to raise."""
         self._pumps: set[int] = set()
         """Task ids of pumps in flight (:meth:`pump_soon`; cancelled by :meth:`cancel_pumps`)."""
         self._pump_tasks: set[asyncio.Task[Any]] = set()
@@ -362,15 +364,16 @@ class Isolate:
         act_now = self.act_now
         if act_now is None or self.closed:
             return
-        try:
-            with self._journal_lock:
-                if self.closed:
-                    return
+        with self._journal_lock:
+            if self.closed:
+                return
+            try:
                 messages = self._read_journal()
-                if messages:
-                    self._taken.extend(act_now(messages))
-        except Exception:  # a callback from V8 must not raise; the loop reads what is left
-            pass
+            except Exception as exc:  # unreadable: the loop's next read raises it (and ends the run)
+                self._unreadable = exc
+                return
+            if messages:
+                self._taken.extend(act_now(messages))
 
     def _guard(self) -> None:
         """Before each callback from the isolate (a bell, a finished call): if the process
@@ -530,6 +533,10 @@ class Isolate:
         """Messages written since the last read (after what the isolate's thread read and
         left for the loop). Needs no isolate: safe while it is busy."""
         with self._journal_lock:
+            if self._unreadable is not None:
+                exc, self._unreadable = self._unreadable, None
+                self._taken = []
+                raise exc
             if not self._taken:
                 return self._read_journal()
             taken, self._taken = self._taken, []

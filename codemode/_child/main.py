@@ -816,10 +816,14 @@ class Child:
                 call_id, provider, tool, args_json = m[1], m[2], m[3], m[4]
                 if (provider in {p.name for p in self.providers_of(state)}
                         and len(args_json) * 3 <= self.max_message_bytes):
-                    self.send(Call(state.msg.run_id, call_id, provider,
-                                   _texts.well_formed(tool), args_json))
-                    out.append(SentCall(call_id))
-                    continue
+                    try:
+                        self.send(Call(state.msg.run_id, call_id, provider,
+                                       _texts.well_formed(tool), args_json))
+                    except Exception:  # the loop takes this call and the rest, and meets it
+                        sending = False
+                    else:
+                        out.append(SentCall(call_id))
+                        continue
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)
