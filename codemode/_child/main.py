@@ -789,41 +789,47 @@ class Child:
         return raw[: limit - len(marker.encode())].decode("utf-8", "ignore") + marker
 
     def take_call(self, state: RunState, call_id: int, provider: str, tool: str, args_json: str) -> None:
-        declared = {p.name for p in self.providers_of(state)}
-        error: str | None = None
-        if provider not in declared:
-            error = f"{provider} is not a provider declared for this run."
-        elif len(args_json.encode("utf-8", "surrogatepass")) > self.max_message_bytes:
-            error = _texts.message_ceiling_text("tool call's argument list", self.max_message_bytes)
+        error = self.call_problem(state, provider, args_json)
         if error is not None:
             state.inbox.append([call_id, msgspec.json.encode({"error": error}).decode()])
             self.pump(state)
             return
         self.open_call(state, call_id)
+        self.send_call(state, call_id, provider, tool, args_json)
+
+    def call_problem(self, state: RunState, provider: str, args_json: str) -> str | None:
+        """Why a tool call cannot go to the host (its text goes back to the program
+        instead), or None."""
+        if provider not in {p.name for p in self.providers_of(state)}:
+            return f"{provider} is not a provider declared for this run."
+        limit = self.max_message_bytes
+        # At most 3 UTF-8 bytes per UTF-16 unit: most argument lists need no encoding.
+        if len(args_json) * 3 > limit and len(args_json.encode("utf-8", "surrogatepass")) > limit:
+            return _texts.message_ceiling_text("tool call's argument list", limit)
+        return None
+
+    def send_call(self, state: RunState, call_id: int, provider: str, tool: str, args_json: str) -> None:
         self.send(Call(state.msg.run_id, call_id, provider, _texts.well_formed(tool), args_json))
 
     def send_calls_now(self, state: RunState, messages: list[Any]) -> list[Any]:
         """On the isolate's thread, in the callback of the bell that a program's write rang
         (``Isolate._on_thread``): send its tool calls to the host now, and leave the rest
         to the loop, in order. Only well-formed calls that :meth:`take_call` would send
-        as they are leave here, and only until the first message that is neither one nor
-        a log line (a result, a fetch, an error: the loop decides what follows those);
-        each sent call stays in the list as a :class:`SentCall`, which the loop opens."""
+        leave here, and only until the first message that is neither one nor a log line
+        (a result, a fetch, an error: the loop decides what follows those); each sent call
+        stays in the list as a :class:`SentCall`, which the loop opens."""
         out: list[Any] = []
         sending = True
         for m in messages:
-            if sending and not state.done and _well_shaped(m) and m[0] == "c":
-                call_id, provider, tool, args_json = m[1], m[2], m[3], m[4]
-                if (provider in {p.name for p in self.providers_of(state)}
-                        and len(args_json) * 3 <= self.max_message_bytes):
-                    try:
-                        self.send(Call(state.msg.run_id, call_id, provider,
-                                       _texts.well_formed(tool), args_json))
-                    except Exception:  # the loop takes this call and the rest, and meets it
-                        sending = False
-                    else:
-                        out.append(SentCall(call_id))
-                        continue
+            if (sending and not state.done and _well_shaped(m) and m[0] == "c"
+                    and self.call_problem(state, m[2], m[4]) is None):
+                try:
+                    self.send_call(state, m[1], m[2], m[3], m[4])
+                except Exception:  # the loop takes this call and the rest, and meets it
+                    sending = False
+                else:
+                    out.append(SentCall(m[1]))
+                    continue
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)

@@ -40,13 +40,13 @@ class RedisQoS(kombu_redis.QoS):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
-        self._unread: list[Any] = []
-        """Connections whose record's answer is still to be read, in the order sent."""
+        self._unread: list[tuple[Any, int]] = []
+        """Records sent whose answers are still to be read, in the order sent."""
 
-    def _send(self, *commands: tuple[Any, ...]) -> Any:
+    def _send(self, *commands: tuple[Any, ...]) -> tuple[Any, int]:
         """Send ``commands`` as one MULTI/EXEC on a connection of the channel's pool (the
-        one kombu's own bookkeeping uses, not BRPOP's) and return the connection, whose
-        answers are still to be read (:meth:`_read`)."""
+        one kombu's own bookkeeping uses, not BRPOP's); returns the connection, whose
+        answers are still to be read (:meth:`_read`), and how many commands it carries."""
         pool = self.channel.pool
         connection = pool.get_connection()
         try:
@@ -56,12 +56,13 @@ class RedisQoS(kombu_redis.QoS):
             connection.disconnect()
             pool.release(connection)
             raise
-        return connection
+        return connection, len(commands)
 
-    def _read(self, connection: Any, commands: int) -> None:
-        """Read the answers of one :meth:`_send` of ``commands`` commands (MULTI's, each
-        command's QUEUED, EXEC's), raise the first error among them as redis-py's pipeline
-        does, and give the connection back."""
+    def _read(self, sent: tuple[Any, int]) -> None:
+        """Read the answers of one :meth:`_send` (MULTI's, each command's QUEUED, EXEC's),
+        raise the first error among them as redis-py's pipeline does, and give the
+        connection back."""
+        connection, commands = sent
         try:
             for _ in range(commands + 1):
                 connection.read_response()
@@ -89,7 +90,7 @@ class RedisQoS(kombu_redis.QoS):
         failure: BaseException | None = None
         while self._unread:
             try:
-                self._read(self._unread.pop(0), 2)
+                self._read(self._unread.pop(0))
             except BaseException as exc:
                 failure = failure or exc
         if failure is not None:
@@ -99,7 +100,7 @@ class RedisQoS(kombu_redis.QoS):
         """kombu's ack (the record removed, then the tag forgotten) without redis-py's
         pipeline object around its two commands: the same bytes, less Python."""
         self._read(self._send(("ZREM", self.unacked_index_key, delivery_tag),
-                              ("HDEL", self.unacked_key, delivery_tag)), 2)
+                              ("HDEL", self.unacked_key, delivery_tag)))
         virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
 
 
