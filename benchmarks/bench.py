@@ -6,6 +6,7 @@
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
     python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
     python benchmarks/bench.py --tool-call-cost # CPU and thread switches one tool call costs
+    python benchmarks/bench.py --cpu-vs-reference --n 400  # CPU per run, ours / the reference's
     python benchmarks/bench.py --env-ab CODEMODE_CHILD_SNAPSHOT=on,off  # a child setting, A/B
     python benchmarks/bench.py --env-ab CODEMODE_LOOP=uvloop,asyncio --ab-program toolrt
 
@@ -23,6 +24,7 @@ import contextlib
 import glob
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -374,6 +376,49 @@ async def env_ab(variable: str, values: tuple[str, str], program_name: str, roun
             "median_wall_us": {v: statistics.median(wall[v]) for v in values}}
 
 
+async def one_scenario(name: str, n: int) -> None:
+    """One load scenario on a fresh pool, as the reference's harness runs one (the body of
+    a :func:`cpu_vs_reference` sample)."""
+    async with IsolateExecutor(pool={"max_workers": WORKERS, "max_queue": 1000}) as ex:
+        await latency_and_throughput(ex, name, n)
+
+
+def _children_cpu_s(cmd: list[str]) -> float:
+    """CPU (user + system) that ``cmd`` and every process under it spent, once it exits:
+    each harness waits for its pool's children, so theirs is counted in it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=True, capture_output=True, timeout=900)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) -> dict[str, Any]:
+    """The machine's CPU per run, ours beside the reference's, for each load scenario: the
+    CPU every process of a harness spent (host, children, what they started) for ``large``
+    runs each way (sequential, then concurrent) less what it spent for ``small``, over the
+    difference in runs. Starting the pool, warming it up and shutting it down cancel out.
+    At saturation throughput is this number's inverse times the cores, so a ratio here is
+    the part of a throughput ratio that no phase of the machine moves much."""
+    harness = {
+        "ours": lambda s, n: [sys.executable, str(Path(__file__).resolve()), "--one-scenario", s,
+                              "--n", str(n)],
+        "reference": lambda s, n: ["node", str(HERE / "reference" / "bench.js"), "--scenario", s,
+                                   "--workers", str(WORKERS), "--n", str(n)],
+    }
+    out: dict[str, Any] = {}
+    for scenario in scenarios:
+        per_run: dict[str, list[float]] = {side: [] for side in harness}
+        for r in range(rounds):
+            for side in (list(harness) if r % 2 == 0 else list(harness)[::-1]):
+                command = harness[side]
+                spent = _children_cpu_s(command(scenario, large)) - _children_cpu_s(command(scenario, small))
+                per_run[side].append(spent / (2 * (large - small)) * 1e3)
+        medians = {side: statistics.median(v) for side, v in per_run.items()}
+        out[scenario] = {"cpu_ms_per_run": per_run, "median_cpu_ms_per_run": medians,
+                         "ratio": medians["ours"] / medians["reference"]}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
@@ -384,12 +429,26 @@ def main() -> None:
                         help="child CPU with a child environment variable at two values, side by side")
     parser.add_argument("--ab-program", default="trivial", choices=("trivial", "toolrt"),
                         help="what --env-ab runs: trivial runs or 200-call chains")
+    parser.add_argument("--cpu-vs-reference", action="store_true",
+                        help="the machine's CPU per run, ours beside the reference's (trivial, tools10)")
+    parser.add_argument("--one-scenario", metavar="NAME", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of each load scenario per side, alternating (pooled)")
     args = parser.parse_args()
+    if args.one_scenario:
+        asyncio.run(one_scenario(args.one_scenario, args.n))
+        return
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
+    if args.cpu_vs_reference:
+        cpu_ref = cpu_vs_reference(["trivial", "tools10"], 100, 100 + args.n, args.rounds)
+        (out_dir / "cpu_vs_reference.json").write_text(json.dumps({"machine": machine(), **cpu_ref}, indent=2))
+        for scenario, row in cpu_ref.items():
+            m = row["median_cpu_ms_per_run"]
+            print(f"{scenario}: {m['ours']:.2f} ms of CPU per run, reference {m['reference']:.2f} ms: "
+                  f"{row['ratio']:.2f}x (median of {args.rounds} rounds)")
+        return
     if args.tool_call_cost:
         cost = asyncio.run(tool_call_cost(40))
         (out_dir / "tool_call_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
