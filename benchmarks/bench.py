@@ -443,7 +443,8 @@ def main() -> None:
     out_dir.mkdir(exist_ok=True)
     if args.cpu_vs_reference:
         cpu_ref = cpu_vs_reference(["trivial", "tools10"], 100, 100 + args.n, args.rounds)
-        (out_dir / "cpu_vs_reference.json").write_text(json.dumps({"machine": machine(), **cpu_ref}, indent=2))
+        report_cpu = {"machine": machine(), **cpu_ref}
+        (out_dir / "cpu_vs_reference.json").write_text(json.dumps(report_cpu, indent=2))
         for scenario, row in cpu_ref.items():
             m = row["median_cpu_ms_per_run"]
             print(f"{scenario}: {m['ours']:.2f} ms of CPU per run, reference {m['reference']:.2f} ms: "
@@ -489,8 +490,10 @@ def main() -> None:
     for s in ("trivial", "tools10", "cpu"):
         print(f"{s:<10} {o[s]['median_ms']:>10.2f} {o[s]['p99_ms']:>10.2f} {o[s]['throughput_per_s']:>10.0f}")
     print(f"tool call round trip: {o['toolrt']['per_call_e2e_us']:.0f} us (end to end / 200 calls)")
-    print(f"timeout 300 ms settles in {o['timeout']['settle_ms_median']:.1f} ms (max {o['timeout']['settle_ms_max']:.1f})")
-    print(f"rss per child {o['memory']['rss_per_child_mb']:.1f} MB; respawn {o['memory']['respawn_ms']:.0f} ms")
+    t = o["timeout"]
+    print(f"timeout 300 ms settles in {t['settle_ms_median']:.1f} ms (max {t['settle_ms_max']:.1f})")
+    memory = o["memory"]
+    print(f"rss per child {memory['rss_per_child_mb']:.1f} MB; respawn {memory['respawn_ms']:.0f} ms")
     if args.reference:
         r = report["reference"]
         print("\nratios ours / reference (latency: lower is better; throughput: higher is better):")
