@@ -11,8 +11,10 @@ concurrency 2), and an in-process IsolateExecutor with the same pool size, then 
 * throughput of trivial jobs with 16 in flight from one host;
 * Celery's own round trip on the same worker and queue: a ``codemode.ping`` task (no
   isolate, no claim: the worker pushes ``pong`` onto a list the host waits on), sent with
-  Celery's ``send_task``. What the fleet adds to a trivial job beyond this is codemode's
-  own framing (admission, claim, lease, the outcome on the reply channel).
+  Celery's ``send_task``, and sent as codemode's producer sends a job (the message's bytes
+  made beforehand, one LPUSH: no kombu publisher on the sending side). What the fleet adds
+  to a trivial job beyond the second is codemode's own framing (admission, claim, lease,
+  the outcome on the reply channel).
 
 Prints a table and writes ``benchmarks/results/fleet.json``::
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import platform
@@ -41,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -145,6 +149,55 @@ def celery_round_trip(url: str, runs: int) -> list[float]:
     return samples
 
 
+def _ping_message(app: Any, queue: str, reply_key: str) -> bytes:
+    """A ``codemode.ping`` message in the bytes kombu's Redis transport keeps in a queue:
+    Celery's own headers and body (``as_task_v2``) in the envelope codemode's producer
+    writes for a job (``codemode/fleet/_producer.py``)."""
+    task_id = str(uuid.uuid4())
+    message = app.amqp.as_task_v2(task_id, PING_TASK_NAME, args=(reply_key,), kwargs={},
+                                  argsrepr=repr((reply_key,)), kwargsrepr="{}")
+    body = json.dumps(list(message.body), separators=(",", ":")).encode()
+    return json.dumps({
+        "body": base64.b64encode(body).decode("ascii"),
+        "content-encoding": "utf-8",
+        "content-type": "application/json",
+        "headers": message.headers,
+        "properties": {
+            "correlation_id": task_id,
+            "reply_to": str(app.thread_oid),
+            "delivery_mode": 2,
+            "delivery_info": {"exchange": "", "routing_key": queue},
+            "priority": 0,
+            "body_encoding": "base64",
+            "delivery_tag": str(uuid.uuid4()),
+        },
+    }).encode()
+
+
+def celery_pushed_round_trip(url: str, runs: int) -> list[float]:
+    """The no-op task again, its message made beforehand and pushed onto the queue in one
+    command, as codemode's producer does a job's: the worker's side of Celery alone."""
+    settings = BrokerSettings(redis_url=url)
+    app = Celery("codemode-bench", set_as_current=False)
+    app.conf.update(settings.celery_config())
+    client = redis.Redis.from_url(url)
+    keys = [f"codemode-bench:pushed-pong:{i}" for i in range(runs + 20)]
+    messages = [_ping_message(app, settings.queue, key) for key in keys]
+    samples = []
+    try:
+        for i, (key, message) in enumerate(zip(keys, messages, strict=True)):
+            began = time.perf_counter()
+            client.lpush(settings.queue, message)
+            if client.blpop([key], timeout=10) is None:
+                raise RuntimeError("no worker answered the pushed ping task within 10 s")
+            if i >= 20:
+                samples.append((time.perf_counter() - began) * 1000)
+    finally:
+        client.close()
+        app.close()
+    return samples
+
+
 def raw_list_round_trip(url: str, runs: int) -> list[float]:
     echo = subprocess.Popen([sys.executable, "-c", ECHO, url], stdout=subprocess.PIPE)
     try:
@@ -193,6 +246,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
             out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
     out["redis_list_round_trip"] = summarize(raw_list_round_trip(url, runs * 5))
     out["celery_noop_round_trip"] = summarize(celery_round_trip(url, runs))
+    out["celery_noop_pushed_round_trip"] = summarize(celery_pushed_round_trip(url, runs))
     return out
 
 
@@ -280,11 +334,13 @@ def table(results: dict[str, Any]) -> str:
                  f"{results['redis_list_round_trip']['median_ms']:>12.3f}")
     lines.append(f"{'Celery no-op task round trip':<34}{'':>12}"
                  f"{results['celery_noop_round_trip']['median_ms']:>12.3f}")
+    lines.append(f"{'  the same, pushed as a job is':<34}{'':>12}"
+                 f"{results['celery_noop_pushed_round_trip']['median_ms']:>12.3f}")
     judged = targets(results)
     added = judged[0]["measured"]
-    framing = added - results["celery_noop_round_trip"]["median_ms"]
-    lines.append(f"fleet adds {added:.3f} ms to a trivial job: Celery's round trip and "
-                 f"{framing:.3f} ms of codemode's framing")
+    celery = results["celery_noop_pushed_round_trip"]["median_ms"]
+    lines.append(f"fleet adds {added:.3f} ms to a trivial job: Celery's round trip "
+                 f"({celery:.3f} ms, pushed) and {added - celery:.3f} ms of codemode's framing")
     for target in judged:
         lines.append(f"target: {target['what']}: {target['measured']:.3f} against "
                      f"{target['bound']:.3f} ms, {'met' if target['met'] else 'missed'}")
