@@ -10,6 +10,15 @@ and ends with it (``worker_shutdown``).
 Besides the shared queue, every worker consumes a queue of its own,
 ``codemode.worker.<worker id>`` (added in ``celeryd_after_setup``, so ``celery -A workers.app
 worker -Q ...`` gets it too): the invocations and releases of the handles it retains.
+
+Celery logs two INFO lines per task: "received", as its consumer takes the message, and
+"succeeded", with the task's return value (a job's one-line summary: ``finished job ...``,
+``refused job ...``). The first says nothing the second does not, and it is written on the
+consumer's thread before the job can start, in a process where every thread takes turns at
+one interpreter: three workers on one Redis, alternating blocks of 25 trivial jobs, 24
+rounds, at INFO with and without it and at WARNING: 5.16, 4.81 and 4.73 ms per job, worker
+CPU 2.83, 2.58 and 2.48 ms. So it is left out below DEBUG (``_quiet_received``); the
+summary line stays.
 """
 
 from __future__ import annotations
@@ -64,6 +73,19 @@ def _stop_runtime(**_: Any) -> None:
     runtime.close()
 
 
+RECEIVED_LOGGER = "celery.worker.strategy"
+"""Where Celery logs a task's "received" line (it checks the level once, as its consumer
+starts, after the logging is set up)."""
+
+
+def _quiet_received(loglevel: Any = None, **_: Any) -> None:
+    """Leave Celery's per-task "received" line out unless the worker logs at DEBUG."""
+    level = logging.getLevelName(loglevel) if isinstance(loglevel, str) else loglevel
+    if not isinstance(level, int) or level > logging.DEBUG:
+        logging.getLogger(RECEIVED_LOGGER).setLevel(logging.WARNING)
+
+
+signals.after_setup_logger.connect(_quiet_received, weak=False)
 signals.worker_init.connect(_start_runtime, weak=False)
 signals.celeryd_after_setup.connect(_consume_own_queue, weak=False)
 signals.worker_ready.connect(_announce, weak=False)

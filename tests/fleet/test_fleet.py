@@ -308,6 +308,20 @@ async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
     await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
 
 
+async def test_a_worker_logs_a_job_once_with_its_summary_and_not_its_receipt(
+        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    """At INFO, Celery's "received" line per task is left out (written before the job can
+    start, it held every job up: workers/app.py); the line with the job's summary stays."""
+    worker = start_worker(private_queue, name="logging")
+    async with FleetExecutor(settings=private_queue) as ex:
+        for _ in range(3):
+            assert (await ex.execute("() => 6 * 7")).result == 42
+    await eventually(lambda: worker.log_text().count("finished job") == 3, 10,
+                     "the three summary lines")
+    assert "succeeded in" in worker.log_text()
+    assert "] received" not in worker.log_text()
+
+
 async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
         private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
     allowed = os.sched_getaffinity(0)
