@@ -127,28 +127,6 @@ async def throughput(executor: Any, seconds: float = 3.0, in_flight: int = 16) -
     return done / (time.perf_counter() - began)
 
 
-def celery_round_trip(url: str, runs: int) -> list[float]:
-    """A no-op Celery task, sent and answered through the same Redis and worker."""
-    settings = BrokerSettings(redis_url=url)
-    app = Celery("codemode-bench", set_as_current=False)
-    app.conf.update(settings.celery_config())
-    client = redis.Redis.from_url(url)
-    samples = []
-    try:
-        for i in range(runs + 20):
-            key = f"codemode-bench:pong:{i}"
-            began = time.perf_counter()
-            app.send_task(PING_TASK_NAME, args=[key], queue=settings.queue)
-            if client.blpop([key], timeout=10) is None:
-                raise RuntimeError("no worker answered the ping task within 10 s")
-            if i >= 20:
-                samples.append((time.perf_counter() - began) * 1000)
-    finally:
-        client.close()
-        app.close()
-    return samples
-
-
 def _ping_message(app: Any, queue: str, reply_key: str) -> bytes:
     """A ``codemode.ping`` message in the bytes kombu's Redis transport keeps in a queue:
     Celery's own headers and body (``as_task_v2``) in the envelope codemode's producer
@@ -174,22 +152,26 @@ def _ping_message(app: Any, queue: str, reply_key: str) -> bytes:
     }).encode()
 
 
-def celery_pushed_round_trip(url: str, runs: int) -> list[float]:
-    """The no-op task again, its message made beforehand and pushed onto the queue in one
-    command, as codemode's producer does a job's: the worker's side of Celery alone."""
+def celery_round_trip(url: str, runs: int, *, pushed: bool = False) -> list[float]:
+    """A no-op Celery task, sent and answered through the same Redis and worker: sent with
+    ``send_task``, or (``pushed``) its message made beforehand and pushed onto the queue in
+    one command, as codemode's producer does a job's (the worker's side of Celery alone)."""
     settings = BrokerSettings(redis_url=url)
     app = Celery("codemode-bench", set_as_current=False)
     app.conf.update(settings.celery_config())
     client = redis.Redis.from_url(url)
-    keys = [f"codemode-bench:pushed-pong:{i}" for i in range(runs + 20)]
-    messages = [_ping_message(app, settings.queue, key) for key in keys]
+    keys = [f"codemode-bench:{'pushed-' if pushed else ''}pong:{i}" for i in range(runs + 20)]
+    messages = [_ping_message(app, settings.queue, key) for key in keys] if pushed else []
     samples = []
     try:
-        for i, (key, message) in enumerate(zip(keys, messages, strict=True)):
+        for i, key in enumerate(keys):
             began = time.perf_counter()
-            client.lpush(settings.queue, message)
+            if pushed:
+                client.lpush(settings.queue, messages[i])
+            else:
+                app.send_task(PING_TASK_NAME, args=[key], queue=settings.queue)
             if client.blpop([key], timeout=10) is None:
-                raise RuntimeError("no worker answered the pushed ping task within 10 s")
+                raise RuntimeError("no worker answered the ping task within 10 s")
             if i >= 20:
                 samples.append((time.perf_counter() - began) * 1000)
     finally:
@@ -246,7 +228,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
             out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
     out["redis_list_round_trip"] = summarize(raw_list_round_trip(url, runs * 5))
     out["celery_noop_round_trip"] = summarize(celery_round_trip(url, runs))
-    out["celery_noop_pushed_round_trip"] = summarize(celery_pushed_round_trip(url, runs))
+    out["celery_noop_pushed_round_trip"] = summarize(celery_round_trip(url, runs, pushed=True))
     return out
 
 
