@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import platform
@@ -55,6 +54,7 @@ from celery import Celery
 from broker_config import PING_TASK_NAME, BrokerSettings, WorkerSettings
 from codemode import IsolateExecutor, tool_result
 from codemode.fleet import FleetExecutor
+from codemode.fleet._producer import transport_bytes
 from codemode.fleet.testing import RedisServer, WorkerProcess
 
 RESULTS = Path(__file__).parent / "results" / "fleet.json"
@@ -135,21 +135,8 @@ def _ping_message(app: Any, queue: str, reply_key: str) -> bytes:
     message = app.amqp.as_task_v2(task_id, PING_TASK_NAME, args=(reply_key,), kwargs={},
                                   argsrepr=repr((reply_key,)), kwargsrepr="{}")
     body = json.dumps(list(message.body), separators=(",", ":")).encode()
-    return json.dumps({
-        "body": base64.b64encode(body).decode("ascii"),
-        "content-encoding": "utf-8",
-        "content-type": "application/json",
-        "headers": message.headers,
-        "properties": {
-            "correlation_id": task_id,
-            "reply_to": str(app.thread_oid),
-            "delivery_mode": 2,
-            "delivery_info": {"exchange": "", "routing_key": queue},
-            "priority": 0,
-            "body_encoding": "base64",
-            "delivery_tag": str(uuid.uuid4()),
-        },
-    }).encode()
+    return transport_bytes(message.headers, body, correlation_id=task_id,
+                           reply_to=str(app.thread_oid), queue=queue)
 
 
 def celery_round_trip(url: str, runs: int, *, pushed: bool = False) -> list[float]:

@@ -201,14 +201,14 @@ def _use_os_entropy(dll: Any) -> None:
 
 
 def _new_context(
-    loop: asyncio.AbstractEventLoop, guard: Callable[[], None], thread: _CallbackThread
+    loop: asyncio.AbstractEventLoop, on_thread: Callable[[], None], thread: _CallbackThread
 ) -> tuple[Any, Callable[[], None]]:
     """A bare context and the function that frees it: mini-racer's ``_make_context``, called
     off the event loop (see :meth:`Isolate.prepare`). Its calls back come to ``loop``.
 
-    ``guard`` runs first in every callback, on the isolate's thread, while the program
-    waits for the callback to return (see :meth:`Isolate._on_thread`). ``thread`` keeps
-    that thread's Python state."""
+    ``on_thread`` runs first in every callback, on the isolate's thread, while the program
+    waits for the callback to return (the memory guard and the early tool-call sends: see
+    :meth:`Isolate._on_thread`). ``thread`` keeps that thread's Python state."""
     dll = init_mini_racer(ignore_duplicate_init=True)
     _use_os_entropy(dll)
     contexts: list[Any] = []
@@ -217,7 +217,7 @@ def _new_context(
     def callback(callback_id: int, raw_val_handle: Any) -> None:
         # Callbacks answer calls made after the context exists (none can come sooner).
         thread.enter()
-        guard()
+        on_thread()
         contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
         thread.leave()
 

@@ -36,7 +36,7 @@ from broker_config import TASK_NAME, BrokerSettings
 
 from ._wire import JobSpec, job_to_celery
 
-__all__ = ["CeleryMessages", "queue_key"]
+__all__ = ["CeleryMessages", "queue_key", "transport_bytes"]
 
 
 def queue_key(queue: str) -> str:
@@ -90,20 +90,34 @@ class CeleryMessages:
         }
         body = json.dumps([[], {"job": job_to_celery(spec)}, embed],
                           separators=(",", ":")).encode()
-        envelope = {
-            "body": base64.b64encode(body).decode("ascii"),
-            "content-encoding": "utf-8",
-            "content-type": "application/json",
-            "headers": headers,
-            "properties": {
-                "correlation_id": spec.job_id,
-                "reply_to": self._reply_to,
-                "delivery_mode": 2,
-                "expiration": str(int(expires_s * 1000)),
-                "delivery_info": {"exchange": "", "routing_key": queue},
-                "priority": 0,
-                "body_encoding": "base64",
-                "delivery_tag": str(uuid.uuid4()),
-            },
-        }
-        return json.dumps(envelope).encode()
+        return transport_bytes(headers, body, correlation_id=spec.job_id,
+                               reply_to=self._reply_to, queue=queue,
+                               expiration_ms=int(expires_s * 1000))
+
+
+def transport_bytes(headers: dict[str, Any], body: bytes, *, correlation_id: str,
+                    reply_to: str, queue: str, expiration_ms: int | None = None) -> bytes:
+    """A task message as kombu's Redis transport keeps it in ``queue``: Celery's headers and
+    JSON body in the envelope of a publish (``Channel._put``), the body base64-encoded, a
+    fresh ``delivery_tag``, ``delivery_info`` of the default exchange."""
+    properties: dict[str, Any] = {
+        "correlation_id": correlation_id,
+        "reply_to": reply_to,
+        "delivery_mode": 2,
+    }
+    if expiration_ms is not None:
+        properties["expiration"] = str(expiration_ms)
+    properties.update({
+        "delivery_info": {"exchange": "", "routing_key": queue},
+        "priority": 0,
+        "body_encoding": "base64",
+        "delivery_tag": str(uuid.uuid4()),
+    })
+    envelope = {
+        "body": base64.b64encode(body).decode("ascii"),
+        "content-encoding": "utf-8",
+        "content-type": "application/json",
+        "headers": headers,
+        "properties": properties,
+    }
+    return json.dumps(envelope).encode()
