@@ -28,7 +28,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 import hiredis
 import redis.asyncio as aioredis
@@ -105,8 +105,8 @@ class Link(asyncio.Protocol):
     # ---- asyncio.Protocol -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's are not asyncio.Transport subclasses, but are one).
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         parser = self._parser

@@ -1,10 +1,13 @@
 """The worker process's runtime: one event loop thread owning the isolate pool, the Redis
-client and the job runner. Celery's task threads hand jobs to it and wait.
+client and the job runner. The consumer hands jobs to it (see below).
 
 ::
 
-    Celery thread ─ run_job(job) ─▶ loop thread: JobRunner.run ─▶ IsolateExecutor
-    Celery thread ◀─ summary ───────┘                  (spawned children run V8)
+    consumer thread ─ submit(job) ─▶ loop thread: JobRunner.run ─▶ IsolateExecutor
+    consumer thread ◀─ ack, summary ─┘               (spawned children run V8)
+
+The consumer's thread hands each job over itself (``workers/strategy.py``) and goes back to
+Redis; ``run_job``, the task body, does the same and waits, for a task called any other way.
 
 The worker process itself never loads V8: isolates run in children the executor spawns
 (never forks), so the worker stays safe to fork and to run under any Celery pool that does
@@ -59,6 +62,9 @@ class WorkerRuntime:
         self._executor: IsolateExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._closing = False
+        self._jobs: set[concurrent.futures.Future[str]] = set()
+        """Jobs submitted and not yet ended: ``close`` lets them end first."""
 
     def start(self) -> None:
         """Start the loop thread and warm the isolate pool (idempotent, thread-safe)."""
@@ -93,16 +99,39 @@ class WorkerRuntime:
         self._runner = JobRunner(self._executor, client, self.settings, self.worker_id)
         self._keep_alive = asyncio.ensure_future(self._runner.keep_alive())
 
-    def run_job(self, job: Any) -> str:
-        """Run one job to its end from a Celery thread; returns a summary for the log."""
+    def submit(self, job: Any) -> concurrent.futures.Future[str]:
+        """Start one job on the loop, from any thread; the future ends with the job and
+        holds its one-line summary. Raises ``RuntimeError`` once the worker is closing (the
+        job's message, left unacked, goes back to the queue)."""
         self.start()
-        assert self._loop is not None and self._runner is not None
-        future: concurrent.futures.Future[str] = asyncio.run_coroutine_threadsafe(
-            self._runner.run(job), self._loop)
-        return future.result()
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("this worker is shutting down; the job was not started")
+            assert self._loop is not None and self._runner is not None
+            future = asyncio.run_coroutine_threadsafe(self._runner.run(job), self._loop)
+            self._jobs.add(future)
+        future.add_done_callback(self._jobs.discard)
+        return future
+
+    def run_job(self, job: Any) -> str:
+        """Run one job to its end; returns a summary for the log."""
+        return self.submit(job).result()
+
+    def drain(self) -> None:
+        """Take no more jobs, and let the running ones end: each is bounded by its own
+        deadline, at most the worker's ``max_timeout_ms`` (a warm shutdown, before Celery
+        closes its connection, so their messages are acked)."""
+        with self._lock:
+            self._closing = True
+            running = list(self._jobs)
+        if running:
+            log.info("codemode worker %s: letting %d running job(s) end", self.worker_id,
+                     len(running))
+            concurrent.futures.wait(running, self.worker.max_timeout_ms / 1000 + STOP_TIMEOUT_S)
 
     def close(self) -> None:
-        """End the isolate pool and the loop; running jobs fail with DISPOSED."""
+        """Let the running jobs end (``drain``), then end the isolate pool and the loop."""
+        self.drain()
         with self._lock:
             if self._closed or self._loop is None:
                 self._closed = True

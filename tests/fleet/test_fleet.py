@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -310,16 +311,58 @@ async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
 
 async def test_a_worker_logs_a_job_once_with_its_summary_and_not_its_receipt(
         private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
-    """At INFO, Celery's "received" line per task is left out (written before the job can
-    start, it held every job up: workers/app.py); the line with the job's summary stays."""
+    """At INFO a job is one line, its summary, written as it ends: the consumer hands jobs
+    to the runtime itself (workers/strategy.py), so Celery's "received" and "succeeded"
+    lines are not written."""
     worker = start_worker(private_queue, name="logging")
     async with FleetExecutor(settings=private_queue) as ex:
         for _ in range(3):
             assert (await ex.execute("() => 6 * 7")).result == 42
     await eventually(lambda: worker.log_text().count("finished job") == 3, 10,
                      "the three summary lines")
-    assert "succeeded in" in worker.log_text()
-    assert "] received" not in worker.log_text()
+    text = worker.log_text()
+    assert "succeeded in" not in text and "] received" not in text
+
+
+SLOW = "async () => { await new Promise(r => setTimeout(r, 1500)); return 7 }"
+
+
+async def test_a_busy_worker_takes_no_job_past_its_concurrency(
+        private_queue: BrokerSettings, redis_sync: redis.Redis,
+        start_worker: Callable[..., WorkerProcess]) -> None:
+    """The consumer hands jobs over without Celery's pool (workers/strategy.py): what bounds
+    a worker to ``concurrency`` jobs is its channel's prefetch count, and a job's message
+    stays unacked until the job ends. A second job waits in the queue, where an idle worker
+    could take it, not in a busy worker."""
+    start_worker(private_queue, concurrency=1, name="busy")
+    async with FleetExecutor(settings=private_queue) as ex:
+        slow = asyncio.ensure_future(ex.execute(SLOW))
+        await asyncio.sleep(0.5)
+        quick = asyncio.ensure_future(ex.execute("() => 1"))
+        await eventually(lambda: redis_sync.llen(private_queue.queue) == 1, 5,
+                         "the second job to be queued")
+        for _ in range(5):
+            await asyncio.sleep(0.1)
+            assert redis_sync.llen(private_queue.queue) == 1 and not quick.done()
+        assert (await slow).result == 7 and (await quick).result == 1
+
+
+async def test_a_warm_shutdown_lets_the_running_job_end(
+        private_queue: BrokerSettings, redis_sync: redis.Redis,
+        start_worker: Callable[..., WorkerProcess]) -> None:
+    """SIGTERM to the worker alone (its isolate children are its own to stop): the job
+    running ends with its result, its message is acked, and the worker exits."""
+    worker = start_worker(private_queue, concurrency=1, name="warm")
+    async with FleetExecutor(settings=private_queue) as ex:
+        slow = asyncio.ensure_future(ex.execute(SLOW))
+        await asyncio.sleep(0.5)
+        assert worker.proc is not None
+        worker.proc.send_signal(signal.SIGTERM)
+        assert (await slow).result == 7
+    await asyncio.to_thread(worker.proc.wait, 30)
+    assert "letting 1 running job(s) end" in worker.log_text()
+    assert "already claimed" not in worker.log_text()
+    assert redis_sync.llen(private_queue.queue) == 0
 
 
 async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
