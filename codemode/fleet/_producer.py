@@ -26,15 +26,16 @@ The key a queue's messages live under is kombu's: the queue's name (priority 0; 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
+
 from broker_config import TASK_NAME, BrokerSettings
 
-from ._wire import JobSpec, job_to_celery
+from ._wire import JobSpec
 
 __all__ = ["CeleryMessages", "queue_key", "transport_bytes"]
 
@@ -88,8 +89,9 @@ class CeleryMessages:
             # too: name the job instead, which is cheaper and keeps the code out of logs.
             "kwargsrepr": f"{{'job': {spec.job_id!r}}}",
         }
-        body = json.dumps([[], {"job": job_to_celery(spec)}, embed],
-                          separators=(",", ":")).encode()
+        # msgspec writes the job struct as the JSON object ``job_to_celery`` would give
+        # json.dumps, at a fraction of the cost (the message is built before the job can go).
+        body = msgspec.json.encode([[], {"job": spec}, embed])
         return transport_bytes(headers, body, correlation_id=spec.job_id,
                                reply_to=self._reply_to, queue=queue,
                                expiration_ms=int(expires_s * 1000))
@@ -120,4 +122,4 @@ def transport_bytes(headers: dict[str, Any], body: bytes, *, correlation_id: str
         "headers": headers,
         "properties": properties,
     }
-    return json.dumps(envelope).encode()
+    return msgspec.json.encode(envelope)

@@ -27,9 +27,9 @@ from __future__ import annotations
 from time import time
 from typing import Any
 
+import msgspec
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
-from kombu.utils.json import dumps
 
 __all__ = ["RedisTransport"]
 
@@ -78,7 +78,10 @@ class RedisQoS(kombu_redis.QoS):
 
     def append(self, message: Any, delivery_tag: Any) -> None:
         delivery = message.delivery_info
-        record = dumps([message._raw, delivery["exchange"], delivery["routing_key"]])  # type: ignore[no-untyped-call]
+        # The record kombu's restore reads back (``loads``): the message as it came from the
+        # queue, written by msgspec (kombu's encoder was ~40,000 instructions of it a job).
+        record = msgspec.json.encode(
+            [message._raw, delivery["exchange"], delivery["routing_key"]])
         self._unread.append(self._send(
             ("ZADD", self.unacked_index_key, time(), delivery_tag),
             ("HSET", self.unacked_key, delivery_tag, record)))
