@@ -15,8 +15,10 @@ message, in MULTI/EXEC) and waits for Redis's answer before Celery sees the mess
 round trip, and redis-py's pipeline around it, on the consumer's thread ahead of every job.
 Here the record is *sent* first, Celery gets the message, and the answer is read after
 (``RedisChannel.basic_consume``): the record is in Redis's hands before Celery has the
-message, as before, and Celery's hand-off to its pool runs while Redis answers.
-Everything else, BRPOP, acks and the unacked restore included, is kombu's.
+message, as before, and Celery's hand-off runs while Redis answers. The record and the ack
+each go as one small script (``RECORD``, ``FORGET``) where kombu sends MULTI, two commands
+and EXEC: as atomic, and one reply to parse instead of four. Everything else, BRPOP and
+the unacked restore included, is kombu's, reading the same keys.
 
 ``BrokerSettings.celery_config()`` names :class:`RedisTransport` as ``broker_transport``,
 so producers and workers both use it; the URL still says where Redis is.
@@ -28,10 +30,20 @@ from time import time
 from typing import Any
 
 import msgspec
+import redis.exceptions
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
 __all__ = ["RedisTransport"]
+
+
+RECORD = ("redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) "
+          "redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1")
+"""kombu's unacked record of a delivery: its tag in the index (scored by the time), the
+message in the hash."""
+FORGET = ("redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) "
+          "return 1")
+"""kombu's ack: the record out of both."""
 
 
 class RedisQoS(kombu_redis.QoS):
@@ -40,41 +52,38 @@ class RedisQoS(kombu_redis.QoS):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
-        self._unread: list[tuple[Any, int]] = []
+        self._unread: list[Any] = []
         """Records sent whose answers are still to be read, in the order sent."""
 
-    def _send(self, *commands: tuple[Any, ...]) -> tuple[Any, int]:
-        """Send ``commands`` as one MULTI/EXEC on a connection of the channel's pool (the
-        one kombu's own bookkeeping uses, not BRPOP's); returns the connection, whose
-        answers are still to be read (:meth:`_read`), and how many commands it carries."""
+    def _send(self, script: str, *args: Any) -> Any:
+        """Send one ``EVAL`` of ``script`` (keys: the unacked index, then the unacked hash)
+        on a connection of the channel's pool (the one kombu's own bookkeeping uses, not
+        BRPOP's); returns the connection, whose answer is still to be read (:meth:`_read`).
+        One script where kombu sends MULTI, two commands and EXEC: atomic all the same, and
+        one reply to read instead of four (~10% of the consumer thread's instructions)."""
         pool = self.channel.pool
         connection = pool.get_connection()
         try:
-            connection.send_packed_command(
-                connection.pack_commands([("MULTI",), *commands, ("EXEC",)]))
+            connection.send_command("EVAL", script, 2, self.unacked_index_key,
+                                    self.unacked_key, *args)
         except BaseException:
             connection.disconnect()
             pool.release(connection)
             raise
-        return connection, len(commands)
+        return connection
 
-    def _read(self, sent: tuple[Any, int]) -> None:
-        """Read the answers of one :meth:`_send` (MULTI's, each command's QUEUED, EXEC's),
-        raise the first error among them as redis-py's pipeline does, and give the
+    def _read(self, connection: Any) -> None:
+        """Read the answer of one :meth:`_send` (an error reply raises) and give the
         connection back."""
-        connection, commands = sent
         try:
-            for _ in range(commands + 1):
-                connection.read_response()
-            answers = connection.read_response() or ()  # EXEC's: one per command
+            connection.read_response()
+        except redis.exceptions.ResponseError:
+            raise  # the reply was read: the connection is fine
         except BaseException:
-            connection.disconnect()  # answers may be left unread on it
+            connection.disconnect()  # its answer may be left unread on it
             raise
         finally:
             self.channel.pool.release(connection)
-        for answer in answers:
-            if isinstance(answer, Exception):  # a command that failed inside the transaction
-                raise answer
 
     def append(self, message: Any, delivery_tag: Any) -> None:
         delivery = message.delivery_info
@@ -82,9 +91,7 @@ class RedisQoS(kombu_redis.QoS):
         # queue, written by msgspec (kombu's encoder was ~40,000 instructions of it a job).
         record = msgspec.json.encode(
             [message._raw, delivery["exchange"], delivery["routing_key"]])
-        self._unread.append(self._send(
-            ("ZADD", self.unacked_index_key, time(), delivery_tag),
-            ("HSET", self.unacked_key, delivery_tag, record)))
+        self._unread.append(self._send(RECORD, time(), delivery_tag, record))
         virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
 
     def read_records(self) -> None:
@@ -100,10 +107,9 @@ class RedisQoS(kombu_redis.QoS):
             raise failure
 
     def ack(self, delivery_tag: Any) -> None:
-        """kombu's ack (the record removed, then the tag forgotten) without redis-py's
-        pipeline object around its two commands: the same bytes, less Python."""
-        self._read(self._send(("ZREM", self.unacked_index_key, delivery_tag),
-                              ("HDEL", self.unacked_key, delivery_tag)))
+        """kombu's ack (the record removed, then the tag forgotten) as one script instead of
+        redis-py's pipeline around its two commands."""
+        self._read(self._send(FORGET, delivery_tag))
         virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
 
 
