@@ -25,6 +25,15 @@ Prints a table and writes ``benchmarks/results/fleet.json``::
 ``JobSpec.quiet_start`` (Started with the claim, as hosts that predate it ask), on one
 worker, and prints both distributions.
 
+``--worker-ab TREE`` runs two workers side by side, this tree's and the one in the source
+tree ``TREE`` (its ``codemode``, ``workers`` and ``broker_config`` first on the worker's
+PYTHONPATH; the host is this tree's for both), each on a Redis of its own, and times
+trivial and 10-call jobs through each in alternating blocks, with each worker's CPU per
+job: the A/B for a change to the worker::
+
+    git worktree add /tmp/base HEAD~1
+    python benchmarks/fleet_bench.py --worker-ab /tmp/base
+
 ``--link-cost`` times one channel push (the push script, one message) sent through
 redis-py's asyncio client and through the fleet's links (``codemode/fleet/_link.py``),
 alternating in blocks, and prints wall time and this process's CPU per command::
@@ -36,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -249,6 +259,60 @@ async def quiet_start_ab(url: str, jobs: int) -> dict[str, dict[str, float]]:
     return {"quiet_start": summarize(samples[True]), "started_with_claim": summarize(samples[False])}
 
 
+def _process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_ab(tree: str, jobs: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Trivial and 10-call jobs through this tree's worker and ``tree``'s, each on its own
+    Redis, in alternating blocks; latency and the worker's CPU per job."""
+    sides = {"this tree": {}, tree: {"PYTHONPATH": str(Path(tree).resolve())}}
+    # ``python -m workers`` puts the current directory first on sys.path: leave the tree.
+    os.chdir("/")
+    out: dict[str, dict[str, dict[str, float]]] = {}
+
+    async def measure_side_by_side(urls: dict[str, str],
+                                   workers: dict[str, WorkerProcess]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            fleets = {name: await stack.enter_async_context(
+                FleetExecutor(settings=BrokerSettings(redis_url=url)))
+                for name, url in urls.items()}
+            kinds: dict[str, Callable[[FleetExecutor], Awaitable[Any]]] = {
+                "trivial": lambda ex: ex.execute("() => 0"),
+                "10_tool_calls": lambda ex: ex.execute(TEN_CALLS, providers=TOOLS,
+                                                       dispatch=dispatch),
+            }
+            for kind, job in kinds.items():
+                cpu = {name: 0.0 for name in fleets}
+
+                def timed(name: str, job: Any = job,
+                          cpu: dict[str, float] = cpu) -> Callable[[], Awaitable[Any]]:
+                    async def run() -> Any:
+                        before = _process_cpu_s(workers[name].pid)
+                        outcome = await job(fleets[name])
+                        cpu[name] += _process_cpu_s(workers[name].pid) - before
+                        assert outcome.error is None, outcome.error
+                    return run
+
+                samples = await side_by_side({name: timed(name) for name in fleets}, jobs)
+                for name in fleets:
+                    out.setdefault(name, {})[kind] = {
+                        **summarize(samples[name]),
+                        "worker_cpu_ms": round(cpu[name] * 1000 / len(samples[name]), 3)}
+
+    with contextlib.ExitStack() as stack:
+        urls, workers = {}, {}
+        for i, (name, env) in enumerate(sides.items()):
+            server = stack.enter_context(RedisServer())
+            worker = stack.enter_context(WorkerProcess(
+                BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2),
+                env=env, name=f"ab{i}"))
+            urls[name], workers[name] = server.url, worker
+        asyncio.run(measure_side_by_side(urls, workers))
+    return out
+
+
 async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict[str, float]]:
     """One push script per command, through redis-py's client and through a link, in
     alternating blocks of ``block`` commands; wall and CPU (this process) per command."""
@@ -339,7 +403,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="trivial jobs with and without a quiet start, interleaved")
     parser.add_argument("--link-cost", action="store_true",
                         help="a push through redis-py's client and through a link, interleaved")
+    parser.add_argument("--worker-ab", metavar="TREE",
+                        help="this tree's worker against the one in source tree TREE")
     args = parser.parse_args(argv)
+    if args.worker_ab:
+        ab = worker_ab(args.worker_ab, args.runs)
+        for name, kinds in ab.items():
+            for kind, row in kinds.items():
+                print(f"{name:<24} {kind:<14} median {row['median_ms']:.3f} ms  "
+                      f"p95 {row['p95_ms']:.3f} ms  worker CPU {row['worker_cpu_ms']:.3f} ms "
+                      f"per job (n={row['n']})")
+        return 0
     if args.link_cost:
         with RedisServer() as server:
             costs = asyncio.run(link_cost(server.url, 20_000))
