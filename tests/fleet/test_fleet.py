@@ -21,7 +21,7 @@ import pytest
 import redis
 from fleet_helpers import eventually, job_ids, keys_of
 
-from broker_config import ENV_WORKER_PIN_CPUS, ENV_WORKER_STANDBY, BrokerSettings
+from broker_config import ENV_WORKER_PIN_CPUS, ENV_WORKER_POOL, ENV_WORKER_STANDBY, BrokerSettings
 from codemode import (
     BrokerUnreachable,
     Disposed,
@@ -347,13 +347,21 @@ async def test_a_busy_worker_takes_no_job_past_its_concurrency(
         assert (await slow).result == 7 and (await quick).result == 1
 
 
+@pytest.mark.parametrize("pool", ["threads", "solo"])
 async def test_a_warm_shutdown_lets_the_running_job_end(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
+        pool: str, private_queue: BrokerSettings, redis_sync: redis.Redis,
         start_worker: Callable[..., WorkerProcess]) -> None:
     """SIGTERM to the worker alone (its isolate children are its own to stop): the job
-    running ends with its result, its message is acked, and the worker exits."""
-    worker = start_worker(private_queue, concurrency=1, name="warm")
+    running ends with its result, its message is acked, and the worker exits. With either
+    Celery pool: jobs never go through it (workers/strategy.py)."""
+    worker = start_worker(private_queue, concurrency=1, name="warm",
+                          env={ENV_WORKER_POOL: pool})
     async with FleetExecutor(settings=private_queue) as ex:
+        async def one(provider: str, tool: str, args: str) -> str:
+            return tool_result(1)
+
+        ten = "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.echo(i); return s }"
+        assert (await ex.execute(ten, providers=TOOLS, dispatch=one)).result == 10
         slow = asyncio.ensure_future(ex.execute(SLOW))
         await asyncio.sleep(0.5)
         assert worker.proc is not None
