@@ -72,6 +72,8 @@ def _stop_runtime(**_: Any) -> None:
 
 
 class _Drain:
+    """What ``DrainJobs`` starts and stops (a bootstep's object)."""
+
     def start(self) -> None:
         pass
 

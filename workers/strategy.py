@@ -11,7 +11,7 @@ summary is logged.
 
 Measured side by side (two workers, each on its own Redis, alternating blocks of ten jobs):
 a trivial job 3.53 -> 3.11 ms median and worker CPU 1.78 -> 1.32 ms per job; a job with ten
-tool calls 12.8 -> 11.9 ms, CPU 5.5 -> 4.7 ms (``docs/fleet.md``, "Speed").
+tool calls 12.8 -> 11.9 ms, CPU 5.5 -> 4.7 ms (``docs/fleet.md``, "What it costs").
 
 What the pool did still holds: a worker runs at most ``concurrency`` jobs at once (its
 channel's prefetch count is ``concurrency``, and a job's message stays unacked until the
