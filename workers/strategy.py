@@ -16,7 +16,7 @@ tool calls 12.8 -> 11.9 ms, CPU 5.5 -> 4.7 ms (``docs/fleet.md``, "What it costs
 What the pool did still holds: a worker runs at most ``concurrency`` jobs at once (its
 channel's prefetch count is ``concurrency``, and a job's message stays unacked until the
 job ends), a worker that dies leaves its messages unacked, to be restored and refused by
-the claim, and a warm shutdown lets running jobs end (``WorkerRuntime.close``). What no
+the claim, and a warm shutdown lets running jobs end (``DrainJobs`` in ``app.py``). What no
 longer happens for this task: Celery's per-task signals, events, revocation, expiry and
 ``eta`` (the claim is the authority on expiry: ``codemode/fleet/_scripts.py``), and ``celery
 inspect active`` does not list running jobs.
