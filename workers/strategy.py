@@ -42,7 +42,12 @@ def handoff(task: Any, app: Any, consumer: Any, **_: Any) -> Any:
     def on_message(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
         try:
             args, kwargs, _embed = message.decode()
-            job = kwargs["job"] if "job" in kwargs else args[0]
+            if "job" in kwargs:
+                job = kwargs["job"]
+            elif args:
+                job = args[0]
+            else:
+                raise ValueError("it carries no job (the task takes one argument, the job)")
         except Exception as exc:  # a message no worker can run: say so, and drop it
             log.error("dropped a malformed %s message (%s: %s); a producer sent what "
                       "codemode's client does not", task.name, type(exc).__name__, exc)

@@ -464,3 +464,34 @@ def test_a_ping_task_is_answered_by_a_worker_with_no_isolate_and_no_job_keys(
         redis_sync.delete(key)
     assert 0 < ttl_ms <= 60_000  # the pong expires if nobody reads it
     assert set(redis_sync.keys(f"{settings.key_prefix}:job:*")) <= before
+
+
+async def test_malformed_execute_messages_are_dropped_and_the_worker_serves_on(
+        private_queue: BrokerSettings, redis_sync: redis.Redis,
+        start_worker: Callable[..., WorkerProcess]) -> None:
+    """Messages for codemode.execute that no producer of codemode's would send reach the
+    consumer's own hand-off (workers/strategy.py): one with no job at all and one whose job
+    is not a job are each logged, acked (nothing left in the queue or unacked) and never
+    run; the next real job runs."""
+    from celery import Celery
+
+    from broker_config import TASK_NAME
+
+    worker = start_worker(private_queue, name="garbage")
+    app = Celery("codemode-test", set_as_current=False)
+    app.conf.update(private_queue.celery_config())
+    try:
+        app.send_task(TASK_NAME, queue=private_queue.queue)  # no arguments
+        app.send_task(TASK_NAME, kwargs={"job": {"code": 42}}, queue=private_queue.queue)
+    finally:
+        app.close()
+    await eventually(lambda: "dropped a malformed codemode.execute message" in worker.log_text()
+                     and "refused a malformed job" in worker.log_text(), 20,
+                     "both messages refused")
+    async with FleetExecutor(settings=private_queue) as ex:
+        assert (await ex.execute("() => 6 * 7")).result == 42
+    assert redis_sync.llen(private_queue.queue) == 0
+    # kombu's unacked records of every queue share one hash: none may be this queue's.
+    await eventually(lambda: not any(private_queue.queue.encode() in record
+                                     for record in redis_sync.hvals("unacked")), 10,
+                     "every message acked")
