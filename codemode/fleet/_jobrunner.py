@@ -225,8 +225,13 @@ class _Job:
         if claim.state != "started":
             log.info("job %s not started: %s", self.spec.job_id, claim.state)
             return f"not started {self.spec.job_id}: {claim.state}"
-        heartbeat = asyncio.ensure_future(self._heartbeat())
         loop = asyncio.get_running_loop()
+        # The first beat is a timer, and the task that beats on starts with it: most jobs
+        # end long before it, and never pay for a task.
+        heartbeat: list[asyncio.Task[None]] = []
+        first_beat = loop.call_later(
+            self.settings.lease_ttl_ms / 3000,
+            lambda: heartbeat.append(asyncio.ensure_future(self._heartbeat())))
         start_reader = loop.call_later(READER_DELAY_S, self._start_reader)
         announce = None if self.announced else loop.call_later(STARTED_DELAY_S, self._announce)
         self.run_task = asyncio.ensure_future(self._execute())
@@ -249,7 +254,9 @@ class _Job:
                                     started=True).to_data())
         finally:
             self.ended = True
-            heartbeat.cancel()
+            first_beat.cancel()
+            for task in heartbeat:
+                task.cancel()
             start_reader.cancel()
             if announce is not None:
                 announce.cancel()
@@ -386,26 +393,27 @@ class _Job:
     # ---- liveness ---------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        """Beat now, then every third of the lease TTL, until the job ends."""
         interval = self.settings.lease_ttl_ms / 3000
         keys = [self.keys.lease, self.host_key, self.keys.up, self.keys.down, self.keys.claim,
                 self.admission]
         while not self.ended:
-            await asyncio.sleep(interval)
             try:
                 host_alive = await self.runner.scripts.heartbeat(
                     keys, worker=self.runner.worker_id, lease_ttl_ms=self.settings.lease_ttl_ms,
                     key_ttl_ms=self.settings.key_ttl_ms, job_id=self.spec.job_id)
             except BROKER_ERRORS as exc:
                 log.warning("job %s: lease refresh failed (%s)", self.spec.job_id, exc)
-                continue
-            if not host_alive and not self.host_gone:
-                log.warning("job %s: host %s stopped its heartbeat; failing its pending calls",
-                            self.spec.job_id, self.spec.host_id)
-                self.host_gone = True
-                self._fail_pending(_texts.host_gone_text())
-                # Nobody waits for this job's slot any more.
-                with contextlib.suppress(*BROKER_ERRORS):
-                    await self.client.zrem(self.admission, self.spec.job_id)
+            else:
+                if not host_alive and not self.host_gone:
+                    log.warning("job %s: host %s stopped its heartbeat; failing its pending "
+                                "calls", self.spec.job_id, self.spec.host_id)
+                    self.host_gone = True
+                    self._fail_pending(_texts.host_gone_text())
+                    # Nobody waits for this job's slot any more.
+                    with contextlib.suppress(*BROKER_ERRORS):
+                        await self.client.zrem(self.admission, self.spec.job_id)
+            await asyncio.sleep(interval)
 
     def _fail_pending(self, text: str) -> None:
         for future in self.pending.values():
