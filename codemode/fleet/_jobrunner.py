@@ -189,6 +189,7 @@ class _Job:
         self.ended = False
         self.run_task: asyncio.Task[Any] | None = None
         self.reader: asyncio.Task[None] | None = None
+        self.heartbeat: asyncio.Task[None] | None = None
         self.dropped = 0
         self.announced = not spec.quiet_start
         """Whether the host has (or is about to have) this job's Started."""
@@ -228,10 +229,7 @@ class _Job:
         loop = asyncio.get_running_loop()
         # The first beat is a timer, and the task that beats on starts with it: most jobs
         # end long before it, and never pay for a task.
-        heartbeat: list[asyncio.Task[None]] = []
-        first_beat = loop.call_later(
-            self.settings.lease_ttl_ms / 3000,
-            lambda: heartbeat.append(asyncio.ensure_future(self._heartbeat())))
+        first_beat = loop.call_later(self.settings.lease_ttl_ms / 3000, self._start_heartbeat)
         start_reader = loop.call_later(READER_DELAY_S, self._start_reader)
         announce = None if self.announced else loop.call_later(STARTED_DELAY_S, self._announce)
         self.run_task = asyncio.ensure_future(self._execute())
@@ -255,8 +253,8 @@ class _Job:
         finally:
             self.ended = True
             first_beat.cancel()
-            for task in heartbeat:
-                task.cancel()
+            if self.heartbeat is not None:
+                self.heartbeat.cancel()
             start_reader.cancel()
             if announce is not None:
                 announce.cancel()
@@ -478,6 +476,10 @@ class _Job:
                        ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
             log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
+
+    def _start_heartbeat(self) -> None:
+        if self.heartbeat is None and not self.ended:
+            self.heartbeat = asyncio.ensure_future(self._heartbeat())
 
     def _start_reader(self) -> None:
         if self.reader is None and not self.ended:
