@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,31 @@ def dump_total(pid: int, out: Path) -> int:
     raise RuntimeError(f"callgrind wrote no dump for {pid}")
 
 
+async def count_runs(run: Callable[[str], Awaitable[Any]], pid: Callable[[], int], out: Path,
+                     runs: int) -> dict[str, float]:
+    """Per workload: warm up, let the spare settle, zero ``pid``'s counters, run ``runs``
+    times, settle again, and divide the dumped total by ``runs``."""
+    counts: dict[str, float] = {}
+    for name, code in (("trivial", TRIVIAL), ("tools10", TEN_CALLS)):
+        for _ in range(WARM_UP):
+            outcome = await run(code)
+            assert outcome.error is None, outcome.error
+        counted = pid()
+        await asyncio.sleep(SETTLE_S)
+        zero(counted)
+        for _ in range(runs):
+            await run(code)
+        await asyncio.sleep(SETTLE_S)
+        counts[name] = dump_total(counted, out) / runs
+    return counts
+
+
+def only_child() -> int:
+    children = my_children()
+    assert len(children) == 1, f"expected one child, found {children}"
+    return children[0]
+
+
 def my_children() -> list[int]:
     pids: list[int] = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
@@ -113,29 +138,17 @@ async def count_child(env: dict[str, str], runs: int) -> dict[str, float]:
     import codemode._worker as worker_module
     from codemode import IsolateExecutor
 
-    counts: dict[str, float] = {}
     with callgrind_wrapper() as (wrapper, out):
         real, sys.executable = sys.executable, str(wrapper)
         worker_module.READY_TIMEOUT_S = 900.0
         try:
             async with IsolateExecutor(pool={"max_workers": 1, "standby": False},
                                        child_env={**os.environ, **env}) as executor:
-                for name, code in (("trivial", TRIVIAL), ("tools10", TEN_CALLS)):
-                    for _ in range(WARM_UP):
-                        outcome = await executor.execute(code, providers=TOOLS,
-                                                         dispatch=dispatch)
-                        assert outcome.error is None, outcome.error
-                    children = my_children()
-                    assert len(children) == 1, f"expected one child, found {children}"
-                    await asyncio.sleep(SETTLE_S)
-                    zero(children[0])
-                    for _ in range(runs):
-                        await executor.execute(code, providers=TOOLS, dispatch=dispatch)
-                    await asyncio.sleep(SETTLE_S)
-                    counts[name] = dump_total(children[0], out) / runs
+                return await count_runs(
+                    lambda code: executor.execute(code, providers=TOOLS, dispatch=dispatch),
+                    only_child, out, runs)
         finally:
             sys.executable = real
-    return counts
 
 
 def count_worker(env: dict[str, str], runs: int) -> dict[str, float]:
@@ -144,35 +157,26 @@ def count_worker(env: dict[str, str], runs: int) -> dict[str, float]:
     from codemode.fleet import FleetExecutor
     from codemode.fleet.testing import RedisServer, WorkerProcess
 
-    counts: dict[str, float] = {}
     with callgrind_wrapper() as (wrapper, out):
 
         class Measured(WorkerProcess):
             def command(self) -> list[str]:
                 return [str(wrapper), *super().command()[1:]]
 
-        async def jobs(url: str, worker: WorkerProcess) -> None:
+        async def jobs(url: str, worker: WorkerProcess) -> dict[str, float]:
             async with FleetExecutor(settings=BrokerSettings(redis_url=url)) as fleet:
-                for name, code in (("trivial", TRIVIAL), ("tools10", TEN_CALLS)):
-                    for _ in range(WARM_UP):
-                        outcome = await fleet.execute(code, providers=TOOLS, dispatch=dispatch)
-                        assert outcome.error is None, outcome.error
-                    await asyncio.sleep(SETTLE_S)
-                    zero(worker.pid)
-                    for _ in range(runs):
-                        await fleet.execute(code, providers=TOOLS, dispatch=dispatch)
-                    await asyncio.sleep(SETTLE_S)
-                    counts[name] = dump_total(worker.pid, out) / runs
+                return await count_runs(
+                    lambda code: fleet.execute(code, providers=TOOLS, dispatch=dispatch),
+                    lambda: worker.pid, out, runs)
 
         with RedisServer() as server:
             worker = Measured(BrokerSettings(redis_url=server.url),
                               WorkerSettings(concurrency=1), env=env, name="counted")
             worker.start(timeout_s=600)
             try:
-                asyncio.run(jobs(server.url, worker))
+                return asyncio.run(jobs(server.url, worker))
             finally:
                 worker.stop()
-    return counts
 
 
 def measure(what: str, env: dict[str, str], runs: int) -> dict[str, float]:
