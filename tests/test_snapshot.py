@@ -53,7 +53,7 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
         isolate = Isolate()
         # A bare context, before its boot call: what it has came from the snapshot.
         from codemode._child.engine import _new_context
-        ctx, free = await asyncio.to_thread(_new_context, asyncio.get_running_loop(), lambda: None,
+        ctx, free = await asyncio.to_thread(_new_context, asyncio.get_running_loop(), lambda _id, _raw: False,
                                             isolate._thread)
         bare = list(await ctx.eval_cancelable(
             "[typeof __codemode_boot, typeof __codemode_preload, typeof setTimeout, Promise.name,"

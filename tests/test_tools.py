@@ -7,6 +7,9 @@ import json
 import threading
 import time
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from codemode import (
     IsolateExecutor,
     Provider,
@@ -314,3 +317,51 @@ def test_large_replies_cross_intact_in_several_feeds(executor: SyncIsolateExecut
     )
     assert outcome.error is None, outcome.error
     assert outcome.result == [300_000, 300_000, -1]
+
+
+STEP = st.one_of(
+    st.tuples(st.just("call"), st.integers(0, 2)),  # one call; the host answers at once or after a sleep
+    st.tuples(st.just("all"), st.integers(2, 6)),  # a fan-out of calls
+    st.tuples(st.just("log"), st.integers(1, 3)),
+    st.tuples(st.just("timer"), st.integers(0, 2)),  # setTimeout(ms) between calls
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEP, min_size=1, max_size=12))
+def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
+    executor: SyncIsolateExecutor, steps: list[tuple[str, int]]
+) -> None:
+    """The child acts on some of a run's messages from the isolate's thread and wakes its
+    loop only when it must: whatever the interleaving, every reply gets in, every log line
+    comes out in order, and the run ends (a lost wake-up would end it on the clock)."""
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        [n, delay] = json.loads(args_json)
+        if delay:
+            await asyncio.sleep(delay / 1000)
+        return tool_result(n * 2)
+
+    lines = ["async () => {", "  let total = 0, k = 0;"]
+    expected_total, expected_logs, k = 0, [], 0
+    for kind, n in steps:
+        if kind == "call":
+            lines.append(f"  total += await t.x(k++, {n});")
+            expected_total += 2 * k
+            k += 1
+        elif kind == "all":
+            lines.append(f"  for (const v of await Promise.all(Array.from({{length: {n}}}, (_, j) => "
+                         f"t.x(k + j, j % 2)))) total += v; k += {n};")
+            expected_total += sum(2 * (k + j) for j in range(n))
+            k += n
+        elif kind == "log":
+            for _ in range(n):
+                lines.append(f"  console.log('line', {len(expected_logs)});")
+                expected_logs.append(f"line {len(expected_logs)}")
+        else:
+            lines.append(f"  await new Promise((r) => setTimeout(r, {n}));")
+    lines += ["  return total;", "}"]
+    outcome = executor.execute("\n".join(lines), providers=[{"name": "t", "tools": ["x"]}],
+                               dispatch=dispatch, timeout=20_000)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == expected_total
+    assert [entry.text for entry in outcome.logs] == expected_logs

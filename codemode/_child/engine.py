@@ -201,14 +201,16 @@ def _use_os_entropy(dll: Any) -> None:
 
 
 def _new_context(
-    loop: asyncio.AbstractEventLoop, on_thread: Callable[[], None], thread: _CallbackThread
+    loop: asyncio.AbstractEventLoop, on_thread: Callable[[int, Any], bool], thread: _CallbackThread
 ) -> tuple[Any, Callable[[], None]]:
     """A bare context and the function that frees it: mini-racer's ``_make_context``, called
     off the event loop (see :meth:`Isolate.prepare`). Its calls back come to ``loop``.
 
     ``on_thread`` runs first in every callback, on the isolate's thread, while the program
-    waits for the callback to return (the memory guard and the early tool-call sends: see
-    :meth:`Isolate._on_thread`). ``thread`` keeps that thread's Python state."""
+    waits for the callback to return (the memory guard, the early tool-call sends, the
+    callbacks the loop need not hear of: see :meth:`Isolate._on_thread`), with the
+    callback's id and raw value handle; it returns True when it has dealt with the
+    callback, handle included. ``thread`` keeps that thread's Python state."""
     dll = init_mini_racer(ignore_duplicate_init=True)
     _use_os_entropy(dll)
     contexts: list[Any] = []
@@ -217,8 +219,8 @@ def _new_context(
     def callback(callback_id: int, raw_val_handle: Any) -> None:
         # Callbacks answer calls made after the context exists (none can come sooner).
         thread.enter()
-        on_thread()
-        contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
+        if not on_thread(callback_id, raw_val_handle):
+            contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
         thread.leave()
 
     raw = ContextType(dll.mr_init_context(callback))
@@ -260,17 +262,23 @@ class Isolate:
         ends with the memory text (see :meth:`_guard`)."""
         self._in_flight: set[int] = set()
         self._thread = _CallbackThread()
-        self.act_now: Callable[[list[Any]], list[Any]] | None = None
+        self.act_now: Callable[[list[Any]], tuple[list[Any], bool]] | None = None
         """Set while a run can act on what it writes from the isolate's own thread (see
         :meth:`_on_thread`): takes the messages read there and returns what the loop is
-        still to act on, in order."""
+        still to act on, in order, and whether that can wait for the loop's next read
+        (True when all of it is bookkeeping of what already left)."""
+        self._bell_id = -1
+        self._pump_id: int | None = None
+        """The callback id of the pump in the isolate (see :meth:`pump_soon`), or None."""
+        self._pump_task = 0
+        self._pump_lock = threading.Lock()
+        self._pump_done: Callable[[Any], None] = _ignore
+        self._pump_quiet: Callable[[Any], bool] = lambda _out: False
         self._journal_lock = threading.Lock()
         self._taken: list[Any] = []
         """What the isolate's thread read and left for the loop (:meth:`read_journal`)."""
         self._unreadable: Exception | None = None
         """Why the isolate's thread could not read the journal, for the loop to raise."""
-        self._pumps: set[int] = set()
-        """Task ids of pumps in flight (:meth:`pump_soon`; cancelled by :meth:`cancel_pumps`)."""
         self._pump_tasks: set[asyncio.Task[Any]] = set()
 
     async def prepare(
@@ -311,7 +319,7 @@ class Isolate:
         object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
-        bell = self._stack.enter_context(ctx._register_js_notification(self._ring))
+        bell = self._make_bell(ctx)
         source = ctx._python_to_value_handle(boot)
         # The boot call's value is the argument array of every call: [api].
         argv: Any = self._run_now(ctx._dll.mr_eval, source.raw)
@@ -338,6 +346,18 @@ class Isolate:
         # Keep the Python wrappers alive as long as their raw handles are used.
         self._handles = [argv, api, channel]
 
+    def _make_bell(self, ctx: Any) -> Any:
+        """The bell: a notification (mini-racer's one-way callback) whose callback id this
+        isolate knows, so that its thread can keep quiet the rings the loop need not hear
+        of (see :meth:`_on_thread`)."""
+        callbacks = ctx._active_cancelable_mr_task_callbacks
+        self._bell_id = next(ctx._next_async_callback_id)
+        callbacks[self._bell_id] = self._ring
+        self._stack.callback(callbacks.pop, self._bell_id, None)
+        return ctx._value_handle_to_python(
+            ctx._wrap_raw_handle(ctx._dll.mr_make_js_callback(ctx._ctx, self._bell_id))
+        )
+
     def _run_now(self, method: Any, *args: Any) -> Any:
         """Run one engine task to its end, from a thread other than the loop's (preparation
         only: nothing else uses the isolate yet). Its value comes back through mini-racer's
@@ -353,27 +373,41 @@ class Isolate:
         del value_handle
         self.on_bell()
 
-    def _on_thread(self) -> None:
+    def _on_thread(self, callback_id: int, raw: Any) -> bool:
         """First in every callback, on the isolate's thread, while the program waits for
         it: the memory guard, then what the program wrote since the last read, handed to
         :attr:`act_now`. A tool call then leaves for the host from the thread that rang
         the bell, instead of a loop turn later (the hop cost a call ~100 us, 13% of its
         round trip in a slow phase of this machine); the loop still does everything else
-        with the messages, in order, from :meth:`read_journal`."""
+        with the messages, in order, from :meth:`read_journal`.
+
+        Then whether the loop must hear of this callback at all (False: mini-racer's own
+        hand-off to the loop follows). A pump's return is dealt with here (see
+        :meth:`pump_soon`); a bell that rings while a pump is in the isolate, for messages
+        that all left from here, is kept quiet: the pump's return reads the journal after it
+        anyway. So a chain of tool calls wakes the loop once per call, for the reply, not
+        three times (the reply, the bell, the pump's return)."""
         self._guard()
+        quiet = False
         act_now = self.act_now
-        if act_now is None or self.closed:
-            return
-        with self._journal_lock:
-            if self.closed:
-                return
-            try:
-                messages = self._read_journal()
-            except Exception as exc:  # unreadable: the loop's next read raises it (and ends the run)
-                self._unreadable = exc
-                return
-            if messages:
-                self._taken.extend(act_now(messages))
+        if act_now is not None and not self.closed:
+            with self._journal_lock:
+                if not self.closed:
+                    try:
+                        messages = self._read_journal()
+                    except Exception as exc:  # unreadable: the loop's next read raises it (and ends the run)
+                        self._unreadable = exc
+                    else:
+                        quiet = True
+                        if messages:
+                            taken, quiet = act_now(messages)
+                            self._taken.extend(taken)
+        if callback_id == self._pump_id:
+            return self._pump_returned(raw, quiet)
+        if callback_id == self._bell_id and quiet and not self.journal_full():
+            self.ctx._wrap_raw_handle(raw)  # (freed with the held handles)
+            return True
+        return False
 
     def _guard(self) -> None:
         """Before each callback from the isolate (a bell, a finished call): if the process
@@ -431,40 +465,14 @@ class Isolate:
                 if not future.done() or future.cancelled():
                     ctx._dll.mr_cancel_task(ctx._ctx, task_id)
 
-    def _post(self, method: Any, args: tuple[Any, ...], on_done: Callable[[Any], None]) -> int:
-        """Post a cancelable task whose result goes straight to ``on_done`` (a value, or
-        the exception converting it raised), on the loop: no future, no task, no
-        coroutine between the isolate and the code that acts on what it returned."""
-        ctx = self.ctx
-        callbacks = ctx._active_cancelable_mr_task_callbacks
-        callback_id = next(ctx._next_async_callback_id)
-        task_id = 0
-
-        def done(val_handle: Any) -> None:
-            callbacks.pop(callback_id, None)
-            self._in_flight.discard(task_id)
-            self._pumps.discard(task_id)
-            if self.closed:
-                return
-            try:
-                value = ctx._value_handle_to_python(val_handle)
-            except JSEvalException as exc:
-                on_done(exc)
-                return
-            on_done(value)
-
-        callbacks[callback_id] = done
-        task_id = method(ctx._ctx, *args, callback_id)
-        self._in_flight.add(task_id)
-        if self._held:
-            self._free_held()
-        return int(task_id)
-
-    def pump_soon(self, inbox_json: str, on_done: Callable[[str | BaseException], None]) -> None:
+    def pump_soon(self, inbox_json: str, on_done: Callable[[str | BaseException], None],
+                  quiet: Callable[[str | BaseException], bool] = lambda _out: False) -> None:
         """Deliver replies and take the outbox, on the run's hot path (every reply to a
         tool call): the isolate is called now, and ``on_done`` gets the outbox (one JSON
-        array, or '') or the exception when it returns. An inbox too large for one feed
-        takes the general path, as a task."""
+        array, or '') or the exception when it returns, on the loop, unless ``quiet``,
+        asked first on the isolate's thread, says the loop need not hear of it (it then
+        owns the return). An inbox too large for one feed takes the general path, as a
+        task (``quiet`` is not asked there)."""
         def pumped(out: Any) -> None:
             on_done(out if isinstance(out, (str, BaseException)) else "")
 
@@ -484,16 +492,55 @@ class Isolate:
             return
         self._put(data, units)
         struct.pack_into("<i", self._control, 0, _PUMP)
-        self._pumps.add(self._post(
-            self.ctx._dll.mr_call_function, (self._api.raw, self._this.raw, self._argv.raw), pumped
-        ))
+        ctx = self.ctx
+        with self._pump_lock:  # the return may come to the isolate's thread before the id is kept
+            self._pump_done = pumped
+            self._pump_quiet = quiet
+            self._pump_id = next(ctx._next_async_callback_id)
+            self._pump_task = ctx._dll.mr_call_function(
+                ctx._ctx, self._api.raw, self._this.raw, self._argv.raw, self._pump_id
+            )
+            self._in_flight.add(self._pump_task)
+        if self._held:
+            self._free_held()
+
+    def _pump_returned(self, raw: Any, journal_quiet: bool) -> bool:
+        """On the isolate's thread, as the pump returns: its value goes to ``quiet`` (see
+        :meth:`pump_soon`) if what was just read of the journal can wait, else to the loop.
+        Always True: the pump's callback id is this isolate's own, mini-racer does not
+        know it."""
+        with self._pump_lock:
+            self._pump_id = None
+            self._in_flight.discard(self._pump_task)
+            done, quiet = self._pump_done, self._pump_quiet
+        ctx = self.ctx
+        out: Any
+        try:
+            out = ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
+        except BaseException as exc:  # JSEvalException, or MemoryError: the loop acts on it
+            out = exc
+        if self.closed:
+            return True
+        try:
+            if journal_quiet and quiet(out):
+                return True
+        except BaseException as exc:  # a callback from the engine must not raise
+            out = exc
+        ctx.event_loop.call_soon_threadsafe(self._pumped_on_loop, done, out)
+        return True
+
+    def _pumped_on_loop(self, done: Callable[[Any], None], out: Any) -> None:
+        if not self.closed:
+            done(out)
 
     def cancel_pumps(self) -> None:
         """Stop the pumps still in flight (the run has ended): their callbacks get the
         termination, and the run that ended ignores it."""
         for task in list(self._pump_tasks):
             task.cancel()
-        for task_id in list(self._pumps):
+        with self._pump_lock:
+            task_id = self._pump_task if self._pump_id is not None else None
+        if task_id is not None:  # (not under the lock: its callback takes the lock)
             self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
 
     async def _call(self, op: int) -> Any:

@@ -302,10 +302,12 @@ class SentCall:
     """A tool call the isolate's thread sent to the host (``Child.send_calls_now``): the
     loop only opens it. Not JSON, so nothing the isolate writes can pose as one."""
 
-    __slots__ = ("call_id",)
+    __slots__ = ("at", "call_id")
 
-    def __init__(self, call_id: int) -> None:
+    def __init__(self, call_id: int, at: float) -> None:
         self.call_id = call_id
+        self.at = at
+        """When it left (``time.monotonic()``): the loop may open it much later."""
 
 
 class RunState:
@@ -324,6 +326,9 @@ class RunState:
         self.start_task: asyncio.Task[None] | None = None
         self.pumping = False
         """A pump call is in the isolate: replies that arrive meanwhile wait for its return."""
+        self.pump_lock = threading.Lock()
+        """Held to test and set :attr:`pumping`: a pump's return may clear it from the
+        isolate's thread (:meth:`Child.pumped_quietly`)."""
         self.clock: asyncio.TimerHandle | None = None
         self.memory_check: asyncio.TimerHandle | None = None
         self.kind = "ok"
@@ -687,14 +692,30 @@ class Child:
         # needs no isolate); and before replies go in, which keeps their order.
         if state.done or not self.read_journal_into(state):
             return
-        if state.pumping or not (state.inbox or state.isolate.journal_full()):
-            return  # (the one in flight, or one a message in the journal started, takes them)
+        with state.pump_lock:
+            if state.pumping or not (state.inbox or state.isolate.journal_full()):
+                return  # (the one in flight, or one a message in the journal started, takes them)
+            state.pumping = True
         inbox_json = ""
         if state.inbox:
             inbox_json = msgspec.json.encode(state.inbox).decode()
             state.inbox = []
-        state.pumping = True
-        state.isolate.pump_soon(inbox_json, lambda out: self.pumped(state, out))
+        state.isolate.pump_soon(inbox_json, lambda out: self.pumped(state, out),
+                                lambda out: self.pumped_quietly(state, out))
+
+    def pumped_quietly(self, state: RunState, out: str | BaseException) -> bool:
+        """On the isolate's thread, as a pump returns: whether the return needs nothing of
+        the loop (an empty outbox, no replies waiting, room in the journal), in which case
+        the pump is over here and the loop does not wake for it. The loop takes the
+        journal's bookkeeping (calls that left) at its next read: the next reply, the
+        clock."""
+        if out != "":
+            return False
+        with state.pump_lock:
+            if state.done or state.inbox or state.isolate.journal_full():
+                return False
+            state.pumping = False
+            return True
 
     def pumped(self, state: RunState, out: str | BaseException) -> None:
         """A pump returned ``out``: the outbox, or what stopped it."""
@@ -736,7 +757,7 @@ class Child:
                 return
             if isinstance(m, SentCall):
                 if not logs_only:
-                    self.open_call(state, m.call_id)
+                    self.open_call(state, m.call_id, m.at)
                 continue
             if not _well_shaped(m):
                 self.finish(state, "throw", error=TAMPERED)
@@ -811,15 +832,17 @@ class Child:
     def send_call(self, state: RunState, call_id: int, provider: str, tool: str, args_json: str) -> None:
         self.send(Call(state.msg.run_id, call_id, provider, _texts.well_formed(tool), args_json))
 
-    def send_calls_now(self, state: RunState, messages: list[Any]) -> list[Any]:
+    def send_calls_now(self, state: RunState, messages: list[Any]) -> tuple[list[Any], bool]:
         """On the isolate's thread, in the callback of the bell that a program's write rang
         (``Isolate._on_thread``): send its tool calls to the host now, and leave the rest
         to the loop, in order. Only well-formed calls that :meth:`take_call` would send
         leave here, and only until the first message that is neither one nor a log line
         (a result, a fetch, an error: the loop decides what follows those); each sent call
-        stays in the list as a :class:`SentCall`, which the loop opens."""
+        stays in the list as a :class:`SentCall`, which the loop opens. With the list,
+        whether it is all such calls (then it can wait for the loop's next read)."""
         out: list[Any] = []
         sending = True
+        now = time.monotonic()
         for m in messages:
             if (sending and not state.done and _well_shaped(m) and m[0] == "c"
                     and self.call_problem(state, m[2], m[4]) is None):
@@ -828,12 +851,12 @@ class Child:
                 except Exception:  # the loop takes this call and the rest, and meets it
                     sending = False
                 else:
-                    out.append(SentCall(m[1]))
+                    out.append(SentCall(m[1], now))
                     continue
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)
-        return out
+        return out, all(isinstance(m, SentCall) for m in out)
 
     def providers_of(self, state: RunState) -> tuple[Provider, ...]:
         msg = state.msg
@@ -841,15 +864,19 @@ class Child:
             return msg.providers
         return self.handle_providers.get(msg.handle_id, ())
 
-    def open_call(self, state: RunState, call_id: int) -> None:
+    def open_call(self, state: RunState, call_id: int, at: float | None = None) -> None:
+        """A call left for the host (``at``, if not now): with count_host_waits=False the
+        run's clock stops until the last open call is answered."""
         if not state.open_calls and not state.msg.count_host_waits:
-            state.paused_since = time.monotonic()
+            state.paused_since = time.monotonic() if at is None else at
         state.open_calls.add(call_id)
 
     def check_clock(self, state: RunState) -> None:
         """The host-clock deadline, as a timer that re-arms itself; with
         count_host_waits=False it stops while tool calls are open."""
-        if state.done:
+        # Calls that left from the isolate's thread are opened at the loop's next read of
+        # the journal, which a chain of quick calls may not need (see Child.pumped_quietly).
+        if not self.read_journal_into(state):
             return
         if state.paused_since is not None:
             state.clock = self.loop.call_later(0.005, self.check_clock, state)
