@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from . import _texts
+from ._eager import start_eagerly
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
@@ -540,11 +541,13 @@ class Worker:
             active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
 
     def _answer(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
-        """Serve one call in a task of its own and send its reply. The task takes itself
-        out of the run's tasks as it ends: a done callback would cost every call one more
-        turn of the loop (a task's callbacks run in the turn after it finishes). The call's
-        coroutine is made inside it, so a task cancelled before it started leaves none
-        unawaited."""
+        """Serve one call and send its reply, started at once (see _eager.py): a dispatch
+        that answers without waiting is answered in this loop iteration, with no task.
+        One that waits goes on in a task, kept in the run's tasks (cancelled if the run
+        ends first) until it ends; it takes itself out, as a done callback would cost
+        every call one more turn of the loop."""
+        task: asyncio.Task[None] | None = None
+
         async def answer() -> None:
             try:
                 body = await serve()
@@ -554,10 +557,12 @@ class Worker:
                 with contextlib.suppress(Exception):
                     self._write(Reply(active.msg.run_id, call_id, body))
             finally:
-                active.tasks.discard(task)
+                if task is not None:
+                    active.tasks.discard(task)
 
-        task = asyncio.ensure_future(answer())
-        active.tasks.add(task)
+        task = start_eagerly(answer())
+        if task is not None:
+            active.tasks.add(task)
 
     def _fail_active(self, exc: ExecutorError) -> None:
         active = self.run

@@ -209,10 +209,10 @@ def test_no_child_outlives_its_host(mode: str) -> None:
 
 
 def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> None:
-    """A run that ends (its deadline, say) while a flood of calls waits to be served cancels
-    their tasks: one cancelled before it started never made its dispatch coroutine (so
-    Python has none to warn about), one cancelled while it ran is closed, and the run keeps
-    no task."""
+    """A run that ends (its deadline, say) while calls are still being served cancels
+    their tasks: each call starts at once (a dispatch that answers without waiting needs
+    no task), one that waits goes on in a task, and the run's end cancels it and closes its
+    coroutine (so Python has none to warn about); the run keeps no task."""
     from codemode._protocol import Call, Run
     from codemode._worker import ActiveRun, SpawnSettings, Worker
 
@@ -220,11 +220,12 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
         loop = asyncio.get_running_loop()
         worker = Worker(1, SpawnSettings(64, 1 << 20, 100), lambda w: None, lambda w: None)
         made: list[Any] = []
-        entered = asyncio.Event()
+        entered: list[int] = []
 
         async def on_call(call: Call) -> str:
-            entered.set()
-            await asyncio.sleep(3600)
+            entered.append(call.call_id)
+            if call.call_id != 3:
+                await asyncio.sleep(3600)
             return "{}"
 
         def serve(call_id: int) -> Any:
@@ -237,14 +238,15 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
                            on_fetch=on_call)  # type: ignore[arg-type]
         worker.run = active
         worker._answer(active, 1, lambda: serve(1))
-        await entered.wait()  # the first call is being served
-        worker._answer(active, 2, lambda: serve(2))  # the second one has not started
+        worker._answer(active, 2, lambda: serve(2))
+        worker._answer(active, 3, lambda: serve(3))  # answers at once: no task
+        assert entered == [1, 2, 3]  # all started in the iteration that asked
         tasks = list(active.tasks)
+        assert len(tasks) == 2
         worker._finish(active)  # the run ended
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert not active.tasks and all(t.cancelled() for t in tasks)
-        assert len(made) == 1  # the call that never started made no coroutine
-        assert inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED
+        assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * 3
 
     asyncio.run(main())
