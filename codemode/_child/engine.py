@@ -383,10 +383,12 @@ class Isolate:
 
         Then whether the loop must hear of this callback at all (False: mini-racer's own
         hand-off to the loop follows). A pump's return is dealt with here (see
-        :meth:`pump_soon`); a bell that rings while a pump is in the isolate, for messages
-        that all left from here, is kept quiet: the pump's return reads the journal after it
-        anyway. So a chain of tool calls wakes the loop once per call, for the reply, not
-        three times (the reply, the bell, the pump's return)."""
+        :meth:`pump_soon`); a bell for messages that all left from here (tool calls: the
+        loop only has to open them, which its next read of the journal does, at the reply
+        or the clock) is kept quiet, unless the journal is full or memory ran short. So a
+        chain of tool calls wakes the loop once per call, for the reply, not three times
+        (the reply, the bell, the pump's return: mini-racer reports a call's return before
+        the program's continuation runs, so the bell of the next call comes after it)."""
         self._guard()
         quiet = False
         act_now = self.act_now
@@ -404,7 +406,7 @@ class Isolate:
                             self._taken.extend(taken)
         if callback_id == self._pump_id:
             return self._pump_returned(raw, quiet)
-        if callback_id == self._bell_id and quiet and not self.journal_full():
+        if callback_id == self._bell_id and quiet and not (self.out_of_room or self.journal_full()):
             self.ctx._wrap_raw_handle(raw)  # (freed with the held handles)
             return True
         return False
