@@ -1,62 +1,32 @@
-"""Start a coroutine at once, and make a task only for what is left of it.
+"""Start a coroutine's task eagerly where Python can: up to its first wait, at once.
 
-The host answers each tool call in a coroutine of its own. As a task, a call whose dispatch
-answers without waiting (an async dispatch that has its answer at hand) still cost a task
-object and a loop turn before it began. Run eagerly, such a call is answered in the loop
-iteration that read it, and a task is made only when the coroutine truly waits. (Python
-3.12's ``eager_task_factory`` does this for every task of a loop; this is the same for one
-call site, on every supported Python.)
+The host answers each tool call in a task of its own. A task that Python schedules runs
+its first step a loop turn later: an async dispatch that has its answer at hand still cost
+that turn and its bookkeeping. Python 3.12+ can start a task eagerly
+(``asyncio.Task(..., eager_start=True)``): the coroutine runs at once, *as the current
+task* (so ``asyncio.timeout``, anyio and httpx inside a dispatch work as in any task), and
+a task that finished there is never scheduled. On 3.11 the task is scheduled as usual.
+(Running the coroutine's first step by hand, without a task, is not an option: code that
+asks for its current task finds none.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-from collections.abc import Coroutine, Generator
+import sys
+from collections.abc import Coroutine
 from typing import Any
 
-__all__ = ["start_eagerly"]
+__all__ = ["EAGER", "start_task"]
+
+EAGER = sys.version_info >= (3, 12)
+"""Whether tasks started here run their first step at once."""
 
 
-def start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-    """Run ``coro`` up to its first wait, in a context of its own (as a task would), and
-    return the task that runs the rest, or None if it ended there. What it raises in that
-    first step propagates to the caller."""
-    context = contextvars.copy_context()
-    try:
-        waiting_on = context.run(coro.send, None)
-    except StopIteration:
-        return None
-    return asyncio.get_running_loop().create_task(_Rest(coro, waiting_on), context=context)
-
-
-class _Rest(Coroutine[Any, Any, None]):
-    """What is left of a started coroutine, for a task to run: its first step hands the
-    task what the coroutine already waits on; later steps, and a cancellation (even one
-    before the task's first step), go to the coroutine itself."""
-
-    __slots__ = ("_coro", "_waiting_on")
-    _NOTHING: Any = object()
-
-    def __init__(self, coro: Coroutine[Any, Any, None], waiting_on: Any) -> None:
-        self._coro = coro
-        self._waiting_on = waiting_on
-
-    def send(self, value: Any) -> Any:
-        waiting_on = self._waiting_on
-        if waiting_on is not _Rest._NOTHING:
-            self._waiting_on = _Rest._NOTHING
-            return waiting_on
-        return self._coro.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        self._waiting_on = _Rest._NOTHING
-        if val is None and tb is None:
-            return self._coro.throw(typ)
-        return self._coro.throw(typ, val, tb)
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        raise TypeError("a started coroutine's rest is for a task to run, not to await")
+def start_task(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """A task for ``coro`` on the running loop, started eagerly where Python can (it may be
+    done already when this returns)."""
+    loop = asyncio.get_running_loop()
+    if EAGER:
+        return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return loop.create_task(coro)

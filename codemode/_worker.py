@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from . import _texts
-from ._eager import start_eagerly
+from ._eager import start_task
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
@@ -541,11 +541,12 @@ class Worker:
             active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
 
     def _answer(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
-        """Serve one call and send its reply, started at once (see _eager.py): a dispatch
-        that answers without waiting is answered in this loop iteration, with no task.
-        One that waits goes on in a task, kept in the run's tasks (cancelled if the run
-        ends first) until it ends; it takes itself out, as a done callback would cost
-        every call one more turn of the loop."""
+        """Serve one call in a task of its own and send its reply. The task is started
+        eagerly where Python can (see _eager.py): a dispatch that answers without waiting
+        is answered in this loop iteration. A task still running is kept in the run's
+        tasks (cancelled if the run ends first) and takes itself out as it ends: a done
+        callback would cost every call one more turn of the loop. The call's coroutine is
+        made inside it, so a task cancelled before it started leaves none unawaited."""
         task: asyncio.Task[None] | None = None
 
         async def answer() -> None:
@@ -560,8 +561,8 @@ class Worker:
                 if task is not None:
                     active.tasks.discard(task)
 
-        task = start_eagerly(answer())
-        if task is not None:
+        task = start_task(answer())
+        if not task.done():
             active.tasks.add(task)
 
     def _fail_active(self, exc: ExecutorError) -> None:

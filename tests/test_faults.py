@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from codemode import Disposed, IsolateExecutor, SyncIsolateExecutor, WorkerCrashed, memory_text
+from codemode._eager import EAGER
 
 from .conftest import child_pids
 
@@ -210,9 +211,9 @@ def test_no_child_outlives_its_host(mode: str) -> None:
 
 def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> None:
     """A run that ends (its deadline, say) while calls are still being served cancels
-    their tasks: each call starts at once (a dispatch that answers without waiting needs
-    no task), one that waits goes on in a task, and the run's end cancels it and closes its
-    coroutine (so Python has none to warn about); the run keeps no task."""
+    their tasks: one cancelled while it waited is closed, one cancelled before it started
+    (where tasks are not started eagerly) never made its dispatch coroutine, so Python has
+    none to warn about; a call answered at once leaves no task; the run keeps none."""
     from codemode._protocol import Call, Run
     from codemode._worker import ActiveRun, SpawnSettings, Worker
 
@@ -237,16 +238,19 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
         active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call,
                            on_fetch=on_call)  # type: ignore[arg-type]
         worker.run = active
-        worker._answer(active, 1, lambda: serve(1))
-        worker._answer(active, 2, lambda: serve(2))
-        worker._answer(active, 3, lambda: serve(3))  # answers at once: no task
-        assert entered == [1, 2, 3]  # all started in the iteration that asked
-        tasks = list(active.tasks)
-        assert len(tasks) == 2
+        for call_id in (1, 2, 3):
+            worker._answer(active, call_id, lambda call_id=call_id: serve(call_id))
+        await asyncio.sleep(0)
+        assert entered == [1, 2, 3]
+        assert len(active.tasks) == 2  # the third answered at once and left no task
+        waiting = list(active.tasks)
+        worker._answer(active, 4, lambda: serve(4))  # not started yet, unless eagerly
+        latest = list(active.tasks - set(waiting))
         worker._finish(active)  # the run ended
         await asyncio.sleep(0)
         await asyncio.sleep(0)
-        assert not active.tasks and all(t.cancelled() for t in tasks)
-        assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * 3
+        assert not active.tasks and all(t.cancelled() for t in waiting + latest)
+        assert len(made) == (4 if EAGER else 3)
+        assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * len(made)
 
     asyncio.run(main())

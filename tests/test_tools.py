@@ -365,3 +365,19 @@ def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
     assert outcome.error is None, outcome.error
     assert outcome.result == expected_total
     assert [entry.text for entry in outcome.logs] == expected_logs
+
+
+def test_a_dispatch_runs_as_a_task_of_its_own(executor: SyncIsolateExecutor) -> None:
+    """Code that needs its current task (``asyncio.timeout``, anyio, httpx) works inside an
+    async dispatch, even one that answers without waiting."""
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        if tool == "wait":
+            async with asyncio.timeout(5):
+                await asyncio.sleep(0.001)
+        return tool_result(tool)
+
+    outcome = executor.execute("async () => [await t.now(), await t.wait()]",
+                               providers=[{"name": "t", "tools": ["now", "wait"]}], dispatch=dispatch)
+    assert outcome.error is None and outcome.result == ["now", "wait"]
