@@ -237,6 +237,11 @@ def _ignore(*_: Any) -> None:
     """What a closed isolate does with a bell or a value handle's free: nothing."""
 
 
+def _loud(_out: Any) -> bool:
+    """A pump's return that the loop always hears of (see :meth:`Isolate.pump_soon`)."""
+    return False
+
+
 class Isolate:
     """A fresh context with the runtime installed; used for exactly one run.
 
@@ -273,7 +278,7 @@ class Isolate:
         self._pump_task = 0
         self._pump_lock = threading.Lock()
         self._pump_done: Callable[[Any], None] = _ignore
-        self._pump_quiet: Callable[[Any], bool] = lambda _out: False
+        self._pump_quiet: Callable[[Any], bool] = _loud
         self._journal_lock = threading.Lock()
         self._taken: list[Any] = []
         """What the isolate's thread read and left for the loop (:meth:`read_journal`)."""
@@ -468,7 +473,7 @@ class Isolate:
                     ctx._dll.mr_cancel_task(ctx._ctx, task_id)
 
     def pump_soon(self, inbox_json: str, on_done: Callable[[str | BaseException], None],
-                  quiet: Callable[[str | BaseException], bool] = lambda _out: False) -> None:
+                  quiet: Callable[[str | BaseException], bool]) -> None:
         """Deliver replies and take the outbox, on the run's hot path (every reply to a
         tool call): the isolate is called now, and ``on_done`` gets the outbox (one JSON
         array, or '') or the exception when it returns, on the loop, unless ``quiet``,
