@@ -7,8 +7,8 @@ wakes the child's loop, the loop wakes the isolate's thread), and so is every fl
 is an inter-processor interrupt through the hypervisor, and costs more than the work it
 wakes: this measures how much, so the per-call and per-job figures in ``README.md`` can be
 read against it. Two processes bounce one byte over a pair of pipes, each sleeping in
-``epoll`` between bounces (as the host's and the child's event loops do), first free to
-run on any core, then both pinned to one::
+``epoll`` between bounces (as the host's and the child's event loops do): free to run on
+any core, both pinned to one, and each pinned to a core of its own (Linux only)::
 
     python benchmarks/wakeups.py [--bounces 5000]
 
