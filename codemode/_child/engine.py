@@ -395,26 +395,34 @@ class Isolate:
         (the reply, the bell, the pump's return: mini-racer reports a call's return before
         the program's continuation runs, so the bell of the next call comes after it)."""
         self._guard()
-        quiet = False
-        act_now = self.act_now
-        if act_now is not None and not self.closed:
-            with self._journal_lock:
-                if not self.closed:
-                    try:
-                        messages = self._read_journal()
-                    except Exception as exc:  # unreadable: the loop's next read raises it (and ends the run)
-                        self._unreadable = exc
-                    else:
-                        quiet = True
-                        if messages:
-                            taken, quiet = act_now(messages)
-                            self._taken.extend(taken)
+        quiet = self._act_on_journal()
         if callback_id == self._pump_id:
             return self._pump_returned(raw, quiet)
         if callback_id == self._bell_id and quiet and not (self.out_of_room or self.journal_full()):
             self.ctx._wrap_raw_handle(raw)  # (freed with the held handles)
             return True
         return False
+
+    def _act_on_journal(self) -> bool:
+        """Hand what the program wrote since the last read to :attr:`act_now` (see
+        :meth:`_on_thread`); whether what is left for the loop can wait for its next read.
+        An unreadable journal is kept for the loop's next read to raise (ending the run)."""
+        act_now = self.act_now
+        if act_now is None or self.closed:
+            return False
+        with self._journal_lock:
+            if self.closed:
+                return False
+            try:
+                messages = self._read_journal()
+            except Exception as exc:
+                self._unreadable = exc
+                return False
+            if not messages:
+                return True
+            taken, quiet = act_now(messages)
+            self._taken.extend(taken)
+            return quiet
 
     def _guard(self) -> None:
         """Before each callback from the isolate (a bell, a finished call): if the process
