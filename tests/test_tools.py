@@ -191,6 +191,37 @@ def test_a_flood_of_calls_is_served_whole_and_in_order_a_share_per_loop_turn(
     assert served == list(range(n))
 
 
+def test_a_run_that_outgrows_its_journal_ends_whole_and_in_order(executor: SyncIsolateExecutor) -> None:
+    """Past the journal's JOURNAL_UNITS, a run's messages wait in the outbox and leave as
+    the string value of a pump (read on the isolate's thread without mini-racer's general
+    conversion): log lines, tool calls and the result all arrive, in the order made."""
+    from codemode._child.main import JOURNAL_UNITS
+
+    served: list[int] = []
+
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        served.append(json.loads(args_json)[0])
+        return tool_result(json.loads(args_json)[0] * 2)
+
+    lines = 2 * JOURNAL_UNITS // 1000  # 1,000-unit log lines: twice what the journal holds
+    outcome = executor.execute(
+        f"""async () => {{
+            let sum = 0;
+            for (let i = 0; i < {lines}; i++) {{
+                console.log(String(i).padStart(4, '0') + 'é'.repeat(996));
+                if (i % 64 === 0) sum += await api.twice(i);
+            }}
+            return {{ sum, tail: 'ü'.repeat(3000) }};
+        }}""",
+        providers=[{"name": "api", "tools": ["twice"]}], dispatch=dispatch, timeout=30_000)
+    assert outcome.error is None, outcome.error
+    calls = list(range(0, lines, 64))
+    assert served == calls
+    assert outcome.result == {"sum": 2 * sum(calls), "tail": "ü" * 3000}
+    assert [entry.text[:4] for entry in outcome.logs] == [f"{i:04d}" for i in range(lines)]
+    assert all(entry.text[4:] == "é" * 996 for entry in outcome.logs)
+
+
 def test_an_error_envelope_rejects_the_call_with_its_text(executor: SyncIsolateExecutor) -> None:
     outcome = executor.execute(
         """async () => {
