@@ -6,6 +6,7 @@
     python benchmarks/bench.py --stdlib-cost    # a 6 * 7 run with and without the standard library
     python benchmarks/bench.py --cpu-per-run    # CPU a trivial run costs the host and each child
     python benchmarks/bench.py --tool-call-cost # CPU and thread switches one tool call costs
+    python benchmarks/bench.py --output-cost --tree /tmp/base  # what 1-100 KB of output adds
     python benchmarks/bench.py --cpu-vs-reference --n 400  # CPU per run, ours / the reference's
     python benchmarks/bench.py --env-ab CODEMODE_CHILD_SNAPSHOT=on,off  # a child setting, A/B
     python benchmarks/bench.py --env-ab CODEMODE_LOOP=uvloop,asyncio --ab-program toolrt
@@ -376,6 +377,40 @@ async def env_ab(variable: str, values: tuple[str, str], program_name: str, roun
             "median_wall_us": {v: statistics.median(wall[v]) for v in values}}
 
 
+OUTPUTS = {
+    "nothing": "async () => 1",
+    "result 1 KB": "async () => 'x'.repeat(1000)",
+    "result 10 KB": "async () => 'x'.repeat(10000)",
+    "result 100 KB": "async () => 'x'.repeat(100000)",
+    "log line 100 KB": "async () => { console.log('x'.repeat(100000)); return 1 }",
+}
+
+
+async def output_cost(trees: list[str], rounds: int) -> dict[str, Any]:
+    """What a program's output adds to a run: the median wall time of runs that return or
+    log 1-100 KB, less a run that returns 1, one caller, on an executor of one child per
+    source tree ("this tree", and each of ``trees`` first on the child's PYTHONPATH), in
+    alternating blocks of 20 runs."""
+    sides = {"this tree": dict(os.environ), **{t: dict(os.environ, PYTHONPATH=t) for t in trees}}
+    wall: dict[str, dict[str, list[float]]] = {side: {k: [] for k in OUTPUTS} for side in sides}
+    async with contextlib.AsyncExitStack() as stack:
+        executors = {side: await stack.enter_async_context(
+            IsolateExecutor(pool={"max_workers": 1}, child_env=env)) for side, env in sides.items()}
+        for r in range(rounds):
+            for side in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+                for name, code in OUTPUTS.items():
+                    for i in range(25):
+                        t = time.perf_counter()
+                        outcome = await executors[side].execute(code)
+                        if i >= 5:  # the first few after a switch wait for spare isolates
+                            wall[side][name].append((time.perf_counter() - t) * 1e3)
+                        assert outcome.error is None, outcome.error
+    medians = {side: {k: statistics.median(v) for k, v in runs.items()} for side, runs in wall.items()}
+    return {"rounds": rounds, "median_ms": medians,
+            "added_ms": {side: {k: m[k] - m["nothing"] for k in OUTPUTS if k != "nothing"}
+                         for side, m in medians.items()}}
+
+
 async def one_scenario(name: str, n: int) -> None:
     """One load scenario on a fresh pool, as the reference's harness runs one (the body of
     a :func:`cpu_vs_reference` sample)."""
@@ -431,6 +466,10 @@ def main() -> None:
                         help="what --env-ab runs: trivial runs or 200-call chains")
     parser.add_argument("--cpu-vs-reference", action="store_true",
                         help="the machine's CPU per run, ours beside the reference's (trivial, tools10)")
+    parser.add_argument("--output-cost", action="store_true",
+                        help="what returning or logging 1-100 KB adds to a run (--tree: beside another tree)")
+    parser.add_argument("--tree", action="append", default=[],
+                        help="another source tree for --output-cost (first on its child's PYTHONPATH)")
     parser.add_argument("--one-scenario", metavar="NAME", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     parser.add_argument("--rounds", type=int, default=3,
@@ -449,6 +488,13 @@ def main() -> None:
             m = row["median_cpu_ms_per_run"]
             print(f"{scenario}: {m['ours']:.2f} ms of CPU per run, reference {m['reference']:.2f} ms: "
                   f"{row['ratio']:.2f}x (median of {args.rounds} rounds)")
+        return
+    if args.output_cost:
+        cost = asyncio.run(output_cost(args.tree, args.rounds))
+        (out_dir / "output_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
+        for side, added in cost["added_ms"].items():
+            print(f"{side}: " + ", ".join(f"{k} +{v:.2f} ms" for k, v in added.items())
+                  + f" (a run that returns 1: {cost['median_ms'][side]['nothing']:.2f} ms)")
         return
     if args.tool_call_cost:
         cost = asyncio.run(tool_call_cost(40))

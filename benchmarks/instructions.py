@@ -9,7 +9,8 @@ trees (or two values of an environment variable) one after the other.
 It counts one process at a time, the one a change is in:
 
 * ``child``: an isolate child of an in-process executor (one child, no standby), per
-  trivial run and per run with ten tool calls. Its count includes the preparation of the
+  trivial run, per run with ten tool calls, and per run of the side-by-side benchmark's
+  (b) (ten calls, JSON work on their answers, a 1 KB result). Its count includes the preparation of the
   next run's isolate, which happens between runs.
 * ``worker``: a fleet worker process (``python -m workers``, concurrency 1) per trivial job
   and per job with ten tool calls, on a private Redis; its isolate children are not counted.
@@ -50,7 +51,9 @@ RESULTS = HERE / "results" / "instructions.json"
 
 TRIVIAL = "() => 0"
 TEN_CALLS = "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.x(i); return s }"
-TOOLS = [{"name": "t", "tools": ["x"]}]
+BENCH_B = json.loads((HERE / "programs.json").read_text())["tools10"]["code"]
+"""The side-by-side benchmark's (b): ten calls, JSON work on what they return, a 1 KB result."""
+TOOLS = [{"name": "t", "tools": ["x"]}, {"name": "store", "tools": ["get"]}]
 WARM_UP = 20
 SETTLE_S = 3.0
 """Wait before zeroing and before dumping: the spare isolate the child prepares between
@@ -60,6 +63,8 @@ runs is ready (at ~50x slower under callgrind, a preparation takes ~0.2 s)."""
 async def dispatch(provider: str, tool: str, args_json: str) -> str:
     from codemode import tool_result
 
+    if provider == "store":  # as the benchmark's dispatch answers (b)'s calls
+        return tool_result({"i": json.loads(args_json)[0]["i"], "name": "item"})
     return tool_result(1)
 
 
@@ -103,7 +108,7 @@ async def count_runs(run: Callable[[str], Awaitable[Any]], pid: Callable[[], int
     """Per workload: warm up, let the spare settle, zero ``pid``'s counters, run ``runs``
     times, settle again, and divide the dumped total by ``runs``."""
     counts: dict[str, float] = {}
-    for name, code in (("trivial", TRIVIAL), ("tools10", TEN_CALLS)):
+    for name, code in (("trivial", TRIVIAL), ("tools10", TEN_CALLS), ("bench_b", BENCH_B)):
         for _ in range(WARM_UP):
             outcome = await run(code)
             assert outcome.error is None, outcome.error

@@ -219,6 +219,50 @@ def test_logs_before_a_throw_and_before_a_timeout_are_kept(executor: SyncIsolate
     assert [e.text for e in timed.logs] == ["step 1", "step 2"]
 
 
+LONG_LINES = """async () => {
+    %s
+    const text = 'é😀'.repeat(300) + '\\ud800' + 'x'.repeat(20000);
+    console.log(text);
+    console.log('a'.repeat(1100));
+    console.log('short');
+    return { text, more: 'q'.repeat(5000) };
+}"""
+TAMPERINGS = [
+    "",
+    "WebAssembly.Module = function Module() {};",
+    "delete globalThis.WebAssembly;",
+    "Object.defineProperty(WebAssembly.Memory.prototype, 'buffer', { get() { return new ArrayBuffer(8) } });",
+    "Object.prototype.maximum = 0; Object.prototype.builtins = [];",
+    "Object.defineProperty(ArrayBuffer.prototype, 'byteLength', { get() { return 1e9 } });",
+    "Array.prototype[Symbol.iterator] = function* () { yield 0; };",
+    "WebAssembly.Memory.prototype.grow = WebAssembly.Table.prototype.grow;",
+]
+
+
+def test_long_lines_cross_whole_however_the_program_treated_webassembly(
+        executor: SyncIsolateExecutor) -> None:
+    """Long lines (a result, log lines) leave through a small WebAssembly copier that the
+    runtime makes on the first very long one (COPIER_FIRST_UNITS); a program that replaced
+    what making it reads gets the interpreter's copy instead. Either way every unit arrives (a lone surrogate as U+FFFD,
+    as everywhere else a program's text crosses)."""
+    text = "é😀" * 300 + "\ufffd" + "x" * 20000
+    for tampering in TAMPERINGS:
+        outcome = executor.execute(LONG_LINES % tampering)
+        assert outcome.error is None, (tampering, outcome.error)
+        assert outcome.result == {"text": text, "more": "q" * 5000}, tampering
+        assert [e.text for e in outcome.logs] == [text, "a" * 1100, "short"], tampering
+
+
+def test_a_long_log_line_before_a_loop_that_never_yields_is_kept(executor: SyncIsolateExecutor) -> None:
+    timed = executor.execute(
+        "async () => { console.log('y'.repeat(20000)); await null; console.log('z'.repeat(1500));"
+        " while (true) {} }",
+        timeout=300,
+    )
+    assert timed.error is not None and timed.error.startswith("Execution timed out at its 300 ms")
+    assert [e.text for e in timed.logs] == ["y" * 20000, "z" * 1500]
+
+
 def test_only_installed_names_exist(executor: SyncIsolateExecutor) -> None:
     outcome = executor.execute(
         """async () => ({

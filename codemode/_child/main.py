@@ -83,6 +83,9 @@ SYNC_TIMEOUT_MS = 5_000
 JOURNAL_UNITS = 256 * 1024
 """UTF-16 units of outbound journal per isolate; later messages travel in the outbox."""
 USER_AGENT = "codemode/0.1"
+COPIER_REQUEST = "codemode:copier"
+"""What an isolate's synchronous request for the long-line copier (copier.js) names: not a
+module of the standard library, so no program reaches it through a global."""
 DISPOSE_TIMEOUT_S = 2.0
 """How long disposing an isolate may take before the child gives up and recycles."""
 SETTLE_GRACE_S = 0.005
@@ -293,6 +296,15 @@ def _well_shaped(m: Any) -> bool:
     )
 
 
+def _copier_source() -> str:
+    """copier.js (comment lines blanked), the answer to an isolate's request for it."""
+    from importlib import resources
+
+    from ..stdlib import blank_comment_lines
+
+    return blank_comment_lines((resources.files("codemode._child") / "copier.js").read_text("utf-8"))
+
+
 def parse_lines(text: str) -> list[Any]:
     """Messages written as one JSON array per line."""
     return [json.loads(line) for line in text.split("\n") if line]
@@ -500,6 +512,7 @@ class Child:
                 "syncTimeoutMs": SYNC_TIMEOUT_MS,
                 "texts": texts,
                 "userAgent": USER_AGENT,
+                "copierRequest": COPIER_REQUEST,
                 "modules": self.stdlib_modules,
             }).decode()
         return self._static_config
@@ -1052,6 +1065,7 @@ class Child:
         else:
             self.stdlib_sources = sources()
             self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
+        self.stdlib_sources[COPIER_REQUEST] = _copier_source()
 
     async def main(self) -> None:
         self.loop = asyncio.get_running_loop()

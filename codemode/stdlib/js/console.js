@@ -642,9 +642,9 @@
       return r;
     });
     const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)) + 2);
-    const line = (l, m, r) => l + widths.map((w) => '─'.repeat(w)).join(m) + r;
-    const row = (cells) => '│' + cells.map((c, i) => ` ${c}${' '.repeat(widths[i] - c.length - 1)}`).join('│') + '│';
-    const out = [line('┌', '┬', '┐'), row(header), line('├', '┼', '┤'), ...body.map(row), line('└', '┴', '┘')];
+    const line = (l, m, r) => l + widths.map((w) => '\u2500'.repeat(w)).join(m) + r;
+    const row = (cells) => '\u2502' + cells.map((c, i) => ` ${c}${' '.repeat(widths[i] - c.length - 1)}`).join('\u2502') + '\u2502';
+    const out = [line('\u250c', '\u252c', '\u2510'), row(header), line('\u251c', '\u253c', '\u2524'), ...body.map(row), line('\u2514', '\u2534', '\u2518')];
     emit('log', out.join('\n'));
   }
 
