@@ -222,6 +222,23 @@ def test_a_run_that_outgrows_its_journal_ends_whole_and_in_order(executor: SyncI
     assert all(entry.text[4:] == "é" * 996 for entry in outcome.logs)
 
 
+def test_a_module_first_touched_after_the_journal_filled_still_loads(executor: SyncIsolateExecutor) -> None:
+    """A standard library module loads through a synchronous request that the isolate waits
+    for: once logs have filled the journal, the request still goes there (its reserve), not
+    to the outbox, where no answer could come before the request timed out."""
+    from codemode._child.main import JOURNAL_UNITS
+
+    lines = JOURNAL_UNITS // 1000 + 10
+    outcome = executor.execute(
+        f"""async () => {{
+            for (let i = 0; i < {lines}; i++) console.log('x'.repeat(1000));
+            return new URL('https://a.example/b?c=7').searchParams.get('c');
+        }}""", timeout=30_000)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == "7"
+    assert len(outcome.logs) == lines
+
+
 def test_an_error_envelope_rejects_the_call_with_its_text(executor: SyncIsolateExecutor) -> None:
     outcome = executor.execute(
         """async () => {

@@ -141,13 +141,21 @@
       return false;
     }
   });
+  // The journal's last SYNC_RESERVE units are for synchronous requests ('s'): the isolate
+  // waits for their answer, so they must reach Python without a pump, also once the rest
+  // of the run's messages go to the outbox (a module first touched after a flood of logs
+  // used to wait out the 5 s request timeout and throw). Their order against the outbox
+  // does not matter: Python only answers them.
+  const SYNC_RESERVE = 1024;
   const send = (function send(msg) {
-    if (!journalFull) {
+    const sync = msg[0] === 's';
+    if (!journalFull || sync) {
       const line = encodeMessage(msg);
       const n = line.length;
+      const room = sync ? JOURNAL_UNITS : JOURNAL_UNITS - SYNC_RESERVE;
       // (made before the journal's room is looked at: its request is a line of its own)
-      if (n >= 16384 && copier === undefined && journalPos + n + 64 <= JOURNAL_UNITS) makeCopier();
-      if (journalPos + n <= JOURNAL_UNITS) {
+      if (n >= 16384 && copier === undefined && journalPos + n <= room) makeCopier();
+      if (journalPos + n <= room) {
         if (n >= 1024 && copier && copyLong(line, n)) {
           // (copied in WebAssembly)
         } else if (line.charCodeAt === StringCharCodeAt) {
@@ -160,8 +168,10 @@
         ring();
         return;
       }
-      journalFull = true;
-      ReflectApply(atomicsStore, Atomics, [journalHead, 2, 1]);
+      if (!journalFull) {
+        journalFull = true;
+        ReflectApply(atomicsStore, Atomics, [journalHead, 2, 1]);
+      }
     }
     ReflectApply(ArrayPush, outbox, [encodeMessage(msg)]);
     ring();
