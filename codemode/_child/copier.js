@@ -1,5 +1,5 @@
 // The long-line copier: what the runtime (runtime.js, "the outbound journal") loads on the
-// first line of COPIER_FIRST_UNITS or more in an isolate, through a synchronous request,
+// first line of 16,384 UTF-16 units or more in an isolate, through a synchronous request,
 // so that no isolate carries it in its snapshot. One function expression: called with the
 // runtime's captured built-ins, it returns copy(line, n, units, at), which puts line's n
 // UTF-16 units into units (a Uint16Array) at index at and says whether it could, or null

@@ -103,11 +103,16 @@ def boot_script(seed: str, time_origin_ms: float) -> str:
     return f"{_per_isolate_source}__codemode_boot({json.dumps(seed)}, {time_origin_ms!r})"
 
 
+def child_source(name: str) -> str:
+    """A JavaScript file of this package (runtime.js, copier.js), comment lines blanked."""
+    return blank_comment_lines((resources.files("codemode._child") / name).read_text("utf-8"))
+
+
 def _runtime_parts() -> tuple[str, str]:
     """runtime.js (comment lines blanked) split at its configuration slot, read once."""
     global _RUNTIME
     if _RUNTIME is None:
-        text = blank_comment_lines((resources.files("codemode._child") / "runtime.js").read_text("utf-8"))
+        text = child_source("runtime.js")
         before, slot, after = text.partition(_CONFIG_SLOT)
         if not slot:
             raise RuntimeError("runtime.js has lost its configuration slot")

@@ -296,15 +296,6 @@ def _well_shaped(m: Any) -> bool:
     )
 
 
-def _copier_source() -> str:
-    """copier.js (comment lines blanked), the answer to an isolate's request for it."""
-    from importlib import resources
-
-    from ..stdlib import blank_comment_lines
-
-    return blank_comment_lines((resources.files("codemode._child") / "copier.js").read_text("utf-8"))
-
-
 def parse_lines(text: str) -> list[Any]:
     """Messages written as one JSON array per line."""
     return [json.loads(line) for line in text.split("\n") if line]
@@ -1065,7 +1056,9 @@ class Child:
         else:
             self.stdlib_sources = sources()
             self.stdlib_modules = {k: list(v) for k, v in MODULES.items()}
-        self.stdlib_sources[COPIER_REQUEST] = _copier_source()
+        from .engine import child_source
+
+        self.stdlib_sources[COPIER_REQUEST] = child_source("copier.js")
 
     async def main(self) -> None:
         self.loop = asyncio.get_running_loop()

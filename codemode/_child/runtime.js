@@ -149,8 +149,8 @@
   const SYNC_RESERVE = 1024;
   const send = (function send(msg) {
     const sync = msg[0] === 's';
+    const line = encodeMessage(msg);
     if (!journalFull || sync) {
-      const line = encodeMessage(msg);
       const n = line.length;
       const room = sync ? JOURNAL_UNITS : JOURNAL_UNITS - SYNC_RESERVE;
       // (made before the journal's room is looked at: its request is a line of its own)
@@ -173,7 +173,7 @@
         ReflectApply(atomicsStore, Atomics, [journalHead, 2, 1]);
       }
     }
-    ReflectApply(ArrayPush, outbox, [encodeMessage(msg)]);
+    ReflectApply(ArrayPush, outbox, [line]);
     ring();
   });
   const pending = new MapCtor();
