@@ -418,13 +418,17 @@ async def one_scenario(name: str, n: int) -> None:
         await latency_and_throughput(ex, name, n)
 
 
-def _children_cpu_s(cmd: list[str]) -> float:
-    """CPU (user + system) that ``cmd`` and every process under it spent, once it exits:
-    each harness waits for its pool's children, so theirs is counted in it."""
+def _children_usage(cmd: list[str]) -> dict[str, float]:
+    """CPU (user + system, s), minor page faults and context switches (voluntary,
+    involuntary) that ``cmd`` and every process under it spent, once it exits: each harness
+    waits for its pool's children, so theirs is counted in it."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, capture_output=True, timeout=900)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"cpu_ms": ((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)) * 1e3,
+            "faults": after.ru_minflt - before.ru_minflt,
+            "voluntary_switches": after.ru_nvcsw - before.ru_nvcsw,
+            "involuntary_switches": after.ru_nivcsw - before.ru_nivcsw}
 
 
 def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) -> dict[str, Any]:
@@ -433,7 +437,9 @@ def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) 
     runs each way (sequential, then concurrent) less what it spent for ``small``, over the
     difference in runs. Starting the pool, warming it up and shutting it down cancel out.
     At saturation throughput is this number's inverse times the cores, so a ratio here is
-    the part of a throughput ratio that no phase of the machine moves much."""
+    the part of a throughput ratio that no phase of the machine moves much. Minor page
+    faults and context switches per run are counted the same way: they are what a slow
+    phase of this machine (a busy host under the VM) makes dearer."""
     harness = {
         "ours": lambda s, n: [sys.executable, str(Path(__file__).resolve()), "--one-scenario", s,
                               "--n", str(n)],
@@ -442,15 +448,18 @@ def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) 
     }
     out: dict[str, Any] = {}
     for scenario in scenarios:
-        per_run: dict[str, list[float]] = {side: [] for side in harness}
+        per_run: dict[str, dict[str, list[float]]] = {side: {} for side in harness}
         for r in range(rounds):
             for side in (list(harness) if r % 2 == 0 else list(harness)[::-1]):
                 command = harness[side]
-                spent = _children_cpu_s(command(scenario, large)) - _children_cpu_s(command(scenario, small))
-                per_run[side].append(spent / (2 * (large - small)) * 1e3)
-        medians = {side: statistics.median(v) for side, v in per_run.items()}
-        out[scenario] = {"cpu_ms_per_run": per_run, "median_cpu_ms_per_run": medians,
-                         "ratio": medians["ours"] / medians["reference"]}
+                large_use = _children_usage(command(scenario, large))
+                small_use = _children_usage(command(scenario, small))
+                for key in large_use:
+                    per_run[side].setdefault(key, []).append(
+                        (large_use[key] - small_use[key]) / (2 * (large - small)))
+        medians = {side: {key: statistics.median(v) for key, v in m.items()} for side, m in per_run.items()}
+        out[scenario] = {"per_run": per_run, "median_per_run": medians,
+                         "cpu_ratio": medians["ours"]["cpu_ms"] / medians["reference"]["cpu_ms"]}
     return out
 
 
@@ -485,9 +494,12 @@ def main() -> None:
         report_cpu = {"machine": machine(), **cpu_ref}
         (out_dir / "cpu_vs_reference.json").write_text(json.dumps(report_cpu, indent=2))
         for scenario, row in cpu_ref.items():
-            m = row["median_cpu_ms_per_run"]
-            print(f"{scenario}: {m['ours']:.2f} ms of CPU per run, reference {m['reference']:.2f} ms: "
-                  f"{row['ratio']:.2f}x (median of {args.rounds} rounds)")
+            o, r = row["median_per_run"]["ours"], row["median_per_run"]["reference"]
+            print(f"{scenario}: {o['cpu_ms']:.2f} ms of CPU per run, reference {r['cpu_ms']:.2f} ms: "
+                  f"{row['cpu_ratio']:.2f}x (median of {args.rounds} rounds); per run, ours / "
+                  f"reference: {o['faults']:.0f} / {r['faults']:.0f} page faults, "
+                  f"{o['voluntary_switches']:.1f} / {r['voluntary_switches']:.1f} voluntary and "
+                  f"{o['involuntary_switches']:.1f} / {r['involuntary_switches']:.1f} involuntary switches")
         return
     if args.output_cost:
         cost = asyncio.run(output_cost(args.tree, args.rounds))
