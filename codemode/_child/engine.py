@@ -335,8 +335,12 @@ class Isolate:
         source = ctx._python_to_value_handle(boot)
         # The boot call's value is the argument array of every call: [api].
         argv: Any = self._run_now(ctx._dll.mr_eval, source.raw)
-        api: Any = argv[0]
         self._argv = ctx._python_to_value_handle(argv)
+        # argv[0] through mini-racer's JSArray asks the engine for the length first: one
+        # more synchronous trip to the isolate's thread (two thread switches) per isolate.
+        first = ctx._python_to_value_handle(0)
+        api: Any = ctx._value_handle_to_python(
+            ctx._wrap_raw_handle(ctx._dll.mr_get_object_item(ctx._ctx, self._argv.raw, first.raw)))
         self._this = ctx._python_to_value_handle(JSUndefined)
         self._api = ctx._python_to_value_handle(api)
         # The first call is the runtime's setup, with the bell as `this`: it takes the bell
