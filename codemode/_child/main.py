@@ -117,24 +117,24 @@ production."""
 _STATM: int | None = None
 
 
-def _statm(field: int) -> int:
-    """One field of ``/proc/self/statm``, in bytes. Read a few times per run and every 10 ms
+def _statm() -> list[bytes]:
+    """The fields of ``/proc/self/statm``, in pages. Read a few times per run and every 10 ms
     while one is running, so the file stays open (a ``pread`` instead of open, read, close)."""
     global _STATM
     if _STATM is None:
         _STATM = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-    return int(os.pread(_STATM, 128, 0).split()[field]) * _PAGE
+    return os.pread(_STATM, 128, 0).split()
 
 
 def _rss_bytes() -> int:
     """The child's resident memory."""
-    return _statm(1)
+    return int(_statm()[1]) * _PAGE
 
 
 def _data_bytes() -> int:
     """The child's data segment: the writable private memory ``RLIMIT_DATA`` counts, touched
     or not (untouched ArrayBuffers are here, not in the resident memory)."""
-    return _statm(5)
+    return int(_statm()[5]) * _PAGE
 
 
 def data_limit_bytes(memory_limit_mb: int) -> int:
@@ -897,8 +897,9 @@ class Child:
         """Every MEMORY_POLL_S while the run lasts: the heap flag and the process RSS."""
         if state.done:
             return
+        fields = _statm()  # both figures from one read
         if (state.isolate.memory_limit_reached() or state.isolate.out_of_room
-                or _rss_bytes() > self.rss_limit or self.near_data_limit()):
+                or int(fields[1]) * _PAGE > self.rss_limit or int(fields[5]) * _PAGE > self.data_alarm):
             self.finish_out_of_memory(state)
             return
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
@@ -987,11 +988,11 @@ class Child:
             # engine's global state strained: a fresh process is the safe next host.
             self.send(Recycle("the last run exhausted its memory bound"))
             os._exit(0)
-        if _rss_bytes() > self.residue_limit:
+        if _rss_bytes() > self.residue_limit:  # (read again only when it was high)
             _malloc_trim()
-        if _rss_bytes() > self.residue_limit and not self.closing and not self.finished_isolates:
-            self.send(Recycle("resident memory stayed high after the run"))
-            os._exit(0)
+            if _rss_bytes() > self.residue_limit and not self.closing and not self.finished_isolates:
+                self.send(Recycle("resident memory stayed high after the run"))
+                os._exit(0)
         if not state.settled:
             self.send(Idle())  # the host held this child back until now
 
