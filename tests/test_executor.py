@@ -122,6 +122,20 @@ def test_a_fresh_isolate_per_execution(executor: SyncIsolateExecutor) -> None:
         assert out.result == ["undefined", "undefined"]
 
 
+def test_standard_globals_can_be_replaced_before_they_load(executor: SyncIsolateExecutor) -> None:
+    """A standard global is a lazy accessor until first touched; one function is both its
+    getter and its setter, so a set must be told from a get by its argument, not its value
+    (undefined is a value a program may set)."""
+    code = """async () => {
+      globalThis.TextEncoder = undefined;
+      URL = 5;
+      const d = Object.getOwnPropertyDescriptor(globalThis, 'TextDecoder');
+      return [typeof TextEncoder, URL, typeof d.get, typeof TextDecoder,
+              'value' in Object.getOwnPropertyDescriptor(globalThis, 'TextDecoder')];
+    }"""
+    assert executor.execute(code).result == ["undefined", 5, "function", "function", True]
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [

@@ -508,16 +508,23 @@
       const names = config.modules[id];
       for (let i = 0; i < names.length; i++) {
         const name = names[i];
-        const get = function () {
+        // One function is both the getter and the setter (a setter is always called with
+        // its value, a getter never with an argument): every isolate deserializes what
+        // this loop made in the snapshot, one function per global fewer.
+        const access = function (value) {
+          if (arguments.length !== 0) {
+            define(name, value);
+            return undefined;
+          }
           requireModule(id);
           return G[name];
         };
-        lazyGetters[name] = get;
+        lazyGetters[name] = access;
         ObjectDefineProperty(G, name, {
           configurable: true,
           enumerable: false,
-          get,
-          set(value) { define(name, value); },
+          get: access,
+          set: access,
         });
       }
     }
