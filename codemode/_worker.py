@@ -27,6 +27,7 @@ import msgspec
 from . import _texts
 from ._eager import start_task
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
+from ._mark import StartedMark
 from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
@@ -114,7 +115,7 @@ class ActiveRun:
     paused_since: float | None = None
     paused_total: float = 0.0
     cancel_sent: bool = False
-    started: bool = False  # the child said Started: program code may have run
+    started: bool = False  # the child said Started (or marked it, see _mark.py): program code may have run
     timed_out: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     line: collections.deque[tuple[int, Callable[[], Awaitable[str]]]] = field(
@@ -205,6 +206,8 @@ class Worker:
         self.stderr_tail = bytearray()
         self.said_out_of_memory = False
         self._stderr_read: asyncio.Task[None] | None = None
+        self._mark: StartedMark | None = None
+        """Where the child marks the run whose program it starts (read when it dies)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backstop: asyncio.TimerHandle | None = None
         self.pid: int | None = None
@@ -233,13 +236,16 @@ class Worker:
         host_in, child_out = os.pipe()
         host_err, child_err = os.pipe()
         ours = [host_out, host_in, host_err]
+        self._mark = mark = StartedMark.make()
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "codemode._child",
                 str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes),
                 str(s.max_log_entries), "probed" if s.probed else "probe",
+                "-" if mark is None or mark.fd is None else str(mark.fd),
                 "standby" if self.standby else "any" if self.cpu is None else str(self.cpu),
                 stdin=child_in, stdout=child_out, stderr=child_err, env=env,
+                pass_fds=() if mark is None or mark.fd is None else (mark.fd,),
             )
             self.pid = self.proc.pid
             self.alive = True
@@ -258,10 +264,15 @@ class Worker:
             self.alive = False
             give_back_cpu(self.cpu)
             self.cpu = None
+            if mark is not None:
+                mark.close()
+                self._mark = None
             raise
         finally:
             for fd in (child_in, child_out, child_err):
                 os.close(fd)
+            if mark is not None:
+                mark.spawned()
         self._read_frames(loop)
         self._stderr_read = self._spawn(self._read_stderr())
 
@@ -656,6 +667,8 @@ class Worker:
         active = self.run
         if active is not None:
             self._finish(active)
+            if self._mark is not None and self._mark.marked(active.msg.run_id):
+                active.started = True
             if not active.future.done():
                 if not active.started and not active.timed_out and reason is None:
                     # The child died before it said Started (while disposing the last
@@ -665,6 +678,8 @@ class Worker:
                     active.future.set_result(self._death_outcome(active))
                 else:
                     active.future.set_exception(self._death_fault(returncode, reason, active.started))
+        if self._mark is not None:
+            self._mark.close()
         give_back_cpu(self.cpu)
         self.cpu = None
         self.on_exit(self)

@@ -4,7 +4,7 @@
 |----------------------------------------|------------------------------------------------------|
 | child SIGKILLed mid-run                | WORKER_CRASHED, started=True, names SIGKILL(-9)      |
 | child SIGKILLed while idle             | replaced without a second engine probe; serves       |
-| child sends a garbage frame            | WORKER_CRASHED, started=True, "malformed message"    |
+| child sends a garbage frame            | WORKER_CRASHED, started=False, "malformed message"   |
 | the host's reader of a child fails     | WORKER_CRASHED "could not be read"; child replaced   |
 | dispatch raises                        | the call rejects with a short message (test_tools)   |
 | dispatch never answers                 | the timeout text at the bound (test_bounds)          |
@@ -92,7 +92,7 @@ def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
         with pytest.raises(WorkerCrashed) as info:
             ex.execute("async () => 1")
         assert "sent a malformed message" in str(info.value)
-        assert not info.value.started  # the garbage came before the child said Started
+        assert not info.value.started  # the garbage came before the child marked the run started
 
 
 def test_a_reader_that_fails_in_the_host_is_a_typed_fault_and_the_pool_serves_on(
@@ -254,3 +254,22 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
         assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * len(made)
 
     asyncio.run(main())
+
+
+def test_the_started_mark_is_read_from_the_shared_page() -> None:
+    """The child marks a run started in a page it shares with the host (codemode/_mark.py):
+    what it stores there is what the host reads, and a child given no page says so."""
+    from codemode._mark import StartedMark, open_mark
+
+    mark = StartedMark.make()
+    assert mark is not None and mark.fd is not None
+    child_side = open_mark(str(os.dup(mark.fd)))  # the child's own descriptor, as inherited
+    assert child_side is not None
+    mark.spawned()
+    assert not mark.marked(7)
+    child_side.mark(7)
+    assert mark.marked(7) and not mark.marked(8)
+    mark.close()
+    assert not mark.marked(7)
+    assert open_mark("-") is None
+

@@ -37,6 +37,7 @@ from typing import Any
 import msgspec
 
 from .. import _loops, _texts
+from .._mark import ChildMark, open_mark
 from .._outcome import LogEntry
 from .._protocol import (
     FRAME_HEADER,
@@ -379,6 +380,9 @@ class Child:
         self._static_config: str | None = None
         self.snapshot_refused: str | None = None
         """Why this child's isolates do not start from a snapshot of the runtime (None: they do)."""
+        self.mark: ChildMark | None = None
+        """Where this child marks the run whose program it starts (see codemode/_mark.py);
+        None: it says Started as a frame."""
         self.probe_engine = probe_engine
         """Whether to check the engine before Ready (the pool's first child does; its
         replacements run the same binary with the same flags and skip it)."""
@@ -577,8 +581,10 @@ class Child:
 
     async def serve(self, msg: Run | Invoke) -> None:
         if FAULT == "garbage-frame":
-            # Fault injection for the host's tests: a frame that is not a message.
+            # Fault injection for the host's tests: a frame that is not a message, from a
+            # child that then starts nothing (the host ends it for the frame).
             os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
+            time.sleep(60)
         # What the last run's isolate holds must not count against this run, and no
         # preparation may compete with it for memory.
         await self.quiet()
@@ -616,7 +622,10 @@ class Child:
         isolate.act_now = lambda messages: self.send_calls_now(state, messages)
         self.check_clock(state)
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
-        self.send(Started(msg.run_id))
+        if self.mark is not None:
+            self.mark.mark(msg.run_id)  # what Started says, without waking the host for it
+        else:
+            self.send(Started(msg.run_id))
         if FAULT == "oom-long-trace":
             # V8's fatal out-of-memory as it looks with a deep stack: the line that says
             # so first, then a backtrace longer than the tail the host keeps of stderr.
@@ -1086,7 +1095,8 @@ class Child:
 def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
     probe_engine = argv[4:5] != ["probed"]
-    cpu = argv[5] if len(argv) > 5 else "any"
+    mark = open_mark(argv[5] if len(argv) > 5 else "-")
+    cpu = argv[6] if len(argv) > 6 else "any"
     _set_parent_death_signal()
     _batch_scheduling()
     if cpu != "standby":
@@ -1118,6 +1128,7 @@ def main(argv: list[str]) -> None:
     init_mini_racer(flags=flags + extra)
     child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
                   probe_engine=probe_engine)
+    child.mark = mark
     child.load_stdlib()
     child.install_runtime()  # a standby does it before it waits: adoption only prepares isolates
 
