@@ -127,15 +127,17 @@ def _statm() -> list[bytes]:
     return os.pread(_STATM, 128, 0).split()
 
 
+def _rss_and_data_bytes() -> tuple[int, int]:
+    """The child's resident memory and its data segment (the writable private memory
+    ``RLIMIT_DATA`` counts, touched or not: untouched ArrayBuffers are there, not in the
+    resident memory), from one read."""
+    fields = _statm()
+    return int(fields[1]) * _PAGE, int(fields[5]) * _PAGE
+
+
 def _rss_bytes() -> int:
     """The child's resident memory."""
-    return int(_statm()[1]) * _PAGE
-
-
-def _data_bytes() -> int:
-    """The child's data segment: the writable private memory ``RLIMIT_DATA`` counts, touched
-    or not (untouched ArrayBuffers are here, not in the resident memory)."""
-    return int(_statm()[5]) * _PAGE
+    return _rss_and_data_bytes()[0]
 
 
 def data_limit_bytes(memory_limit_mb: int) -> int:
@@ -520,9 +522,12 @@ class Child:
                               close_first)
         return isolate
 
-    def near_data_limit(self) -> bool:
-        """Whether this process is within DATA_HEADROOM of its data limit."""
-        return _data_bytes() > self.data_alarm
+    def near_data_limit(self, data_bytes: int | None = None) -> bool:
+        """Whether this process is within DATA_HEADROOM of its data limit (``data_bytes``: its
+        data segment as just read, else read now)."""
+        if data_bytes is None:
+            data_bytes = _rss_and_data_bytes()[1]
+        return data_bytes > self.data_alarm
 
     def prepare_spare(self) -> None:
         """Refill the stock of prepared isolates, one preparation at a time, between runs."""
@@ -906,9 +911,9 @@ class Child:
         """Every MEMORY_POLL_S while the run lasts: the heap flag and the process RSS."""
         if state.done:
             return
-        fields = _statm()  # both figures from one read
+        rss, data = _rss_and_data_bytes()
         if (state.isolate.memory_limit_reached() or state.isolate.out_of_room
-                or int(fields[1]) * _PAGE > self.rss_limit or int(fields[5]) * _PAGE > self.data_alarm):
+                or rss > self.rss_limit or self.near_data_limit(data)):
             self.finish_out_of_memory(state)
             return
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
