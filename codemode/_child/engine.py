@@ -29,6 +29,7 @@ import ctypes
 import itertools
 import json
 import os
+import queue
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -148,17 +149,36 @@ class _CallbackThread:
             _gil_release(self._held)
             self._held = None
 
-    def let_go(self, ctx: Any) -> None:
-        """Have the thread's last callback drop the kept reference: post a no-op
-        evaluation just before the context is freed. Not waited for: freeing the context
-        runs what is queued before the thread ends (with JavaScript stopped, the
-        evaluation fails at once), and its callback drops the reference. (Waiting for it
-        cost two thread switches per run.)"""
-        if self._held is None:
-            return
-        self.letting_go = True
-        code = ctx._python_to_value_handle("0")
-        ctx._dll.mr_eval(ctx._ctx, code.raw, 0)
+    def let_go(self) -> None:
+        """Have the thread's next callback, its last, drop the kept reference (see
+        :func:`_drain`, which makes that callback before the context is freed)."""
+        if self._held is not None:
+            self.letting_go = True
+
+
+DRAIN_TIMEOUT_S = 5.0
+"""How long closing an isolate waits for its thread to finish what was posted to it."""
+
+
+def _drain(ctx: Any) -> None:
+    """Wait until the isolate's thread has finished every task posted to it: post one more
+    that touches nothing of the context (an evaluation of a handle that names no value,
+    which mini-racer answers with an error without entering the engine) and wait for its
+    answer. The thread runs its tasks in order, so every earlier one has returned by then.
+
+    Freeing a context with a task of its still starting crashes the process: mini-racer's
+    teardown cancels the tasks it knows of but does not wait for one that is already
+    running (its ``CancelableTaskBase::Await`` discards the task's future unwaited), then
+    takes the engine context out of its holder, so a task that reads it next reads a null
+    pointer (SIGSEGV in ``CodeEvaluator::Eval``, seen once under load when the release of
+    the thread's state was a real evaluation posted unwaited just before the free).
+    Costs the closing thread one wait for the isolate's thread (two thread switches).
+    Raises TimeoutError if the thread does not answer (a wedged engine: recycle)."""
+    ctx._dll.mr_eval(ctx._ctx, None, 0)
+    try:
+        ctx._non_cancelable_mr_task_results_queue.get(timeout=DRAIN_TIMEOUT_S)
+    except queue.Empty:
+        raise TimeoutError("the isolate's thread did not finish its tasks") from None
 
 
 _gil_ensure = ctypes.pythonapi.PyGILState_Ensure
@@ -676,7 +696,8 @@ class Isolate:
             for name in ("_control", "_inbound", "_journal", "_sync"):
                 setattr(self, name, memoryview(b""))
             if self.ctx is not None:
-                self._thread.let_go(self.ctx)
+                self._thread.let_go()
+                _drain(self.ctx)
             self._stack.close()
             # Undo the links that made the isolate, its context and its run one cycle (the
             # context freed through this isolate, the bell held the run's state, the
@@ -685,5 +706,5 @@ class Isolate:
             self.on_bell = _ignore
             if self.ctx is not None:
                 object.__setattr__(self.ctx, "_free", _ignore)
-                # The release's result (see let_go), a handle that points back at the context.
+                # Whatever is left there holds a handle that points back at the context.
                 self.ctx._non_cancelable_mr_task_results_queue.queue.clear()
