@@ -9,6 +9,7 @@
 | dispatch raises                        | the call rejects with a short message (test_tools)   |
 | dispatch never answers                 | the timeout text at the bound (test_bounds)          |
 | 50 concurrent over 2 workers, queue 3  | served or QUEUE_FULL at once (test_bounds)           |
+| child stopped (SIGSTOP) mid-run        | killed past its deadline; the timeout text           |
 | dispose during a run                   | DISPOSED, started=True; waiting calls started=False  |
 | engine lacks a behaviour               | WORKER_CRASHED "Worker 1 failed to start." + causes  |
 | host SIGKILLed / forgets to dispose    | no child outlives it                                 |
@@ -31,7 +32,15 @@ from typing import Any
 
 import pytest
 
-from codemode import Disposed, IsolateExecutor, SyncIsolateExecutor, WorkerCrashed, memory_text
+from codemode import (
+    Disposed,
+    IsolateExecutor,
+    SyncIsolateExecutor,
+    WorkerCrashed,
+    memory_text,
+    timeout_text,
+    tool_result,
+)
 from codemode._eager import EAGER
 
 from .conftest import child_pids
@@ -58,6 +67,45 @@ def test_a_child_killed_mid_run_fails_only_that_run() -> None:
             assert (await other_task).result == "ok"  # the other run was untouched
             for _ in range(5):
                 assert (await ex.execute("async () => 6 * 7")).result == 42
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("tool_wait_s", [0.0, 0.05, 0.6])
+def test_a_child_that_cannot_keep_its_deadline_is_ended_by_the_host(tool_wait_s: float) -> None:
+    """The host's backstop: a child stopped mid-run (SIGSTOP: it can neither settle the run
+    nor answer) is killed shortly after the run's deadline, and the run gets the timeout
+    text. Time in a tool call does not count against the clock, so the deadline moves by
+    it; the backstop's timer either fires during the call (0.6 s, longer than the 300 ms
+    clock: re-armed when the call returns) or before the moved deadline (0.05 s: it arms
+    itself again), and never ends the run before the moved deadline."""
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        await asyncio.sleep(tool_wait_s)
+        return tool_result(1)
+
+    async def main() -> None:
+        async with IsolateExecutor(pool={"max_workers": 1}, timeout=300) as ex:
+            await ex.execute("() => 1")
+            code = ("async () => { await host.wait(); "
+                    "await new Promise((r) => setTimeout(r, 60000)); }")
+            started = time.monotonic()
+            run = asyncio.ensure_future(ex.execute(
+                code, providers=[{"name": "host", "tools": ["wait"]}], dispatch=dispatch,
+                count_host_waits=False))
+            deadline = time.monotonic() + 5
+            while not (ex._pool.workers() and ex._pool.workers()[0].run is not None  # type: ignore[union-attr]
+                       and not ex._pool.workers()[0].run.open_calls  # type: ignore[union-attr]
+                       and ex._pool.workers()[0].run.paused_total > 0):  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "the tool call should have been answered"
+                await asyncio.sleep(0.002)
+            [worker] = ex._pool.workers()  # type: ignore[union-attr]
+            os.kill(worker.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+            outcome = await asyncio.wait_for(run, 10)
+            elapsed = time.monotonic() - started
+            assert outcome.error == timeout_text(300)
+            assert elapsed >= 0.3 + tool_wait_s, elapsed  # the call's time did not count
+            assert elapsed < 0.3 + tool_wait_s + 3.0, elapsed
+            assert (await ex.execute("async () => 6 * 7")).result == 42  # replaced, serving
 
     asyncio.run(main())
 
