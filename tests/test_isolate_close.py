@@ -4,9 +4,10 @@ context is freed.
 mini-racer's teardown does not wait for a task that is already running and takes the
 engine context out from under it: a task that starts just as the context is freed reads a
 null pointer and the child dies with SIGSEGV. So ``Isolate.close`` drains the thread first
-(``engine._drain``). Here a script still running on the isolate's thread when ``close`` is
-called must have finished before ``close`` returns: a close that freed at once would return
-in microseconds (and could crash the process)."""
+(``Isolate.drain_soon``, then waiting for its answer). Here a script still running on the
+isolate's thread when ``close`` is called must have finished before ``close`` returns, the
+drain posted early or not: a close that freed at once would return in microseconds (and
+could crash the process)."""
 
 from __future__ import annotations
 
@@ -28,12 +29,14 @@ def test_close_waits_for_the_task_running_on_the_isolate_thread() -> None:
             child.install_runtime()
             loop = asyncio.get_running_loop()
             closes = []
-            for _ in range(3):
+            for i in range(4):
                 isolate = Isolate()
                 await isolate.prepare(loop, child.boot_script(), 128 * MB, LAYOUT)
                 busy = asyncio.ensure_future(isolate.ctx.eval_cancelable(
                     "const t = Date.now(); while (Date.now() - t < 150) {} 7"))
                 await asyncio.sleep(0.02)  # the script is running now
+                if i % 2:
+                    isolate.drain_soon()  # as the child does when a run ends: posted early
                 started = time.monotonic()
                 await asyncio.to_thread(isolate.close)
                 closes.append(time.monotonic() - started)

@@ -150,8 +150,8 @@ class _CallbackThread:
             self._held = None
 
     def let_go(self) -> None:
-        """Have the thread's next callback, its last, drop the kept reference (see
-        :func:`_drain`, which makes that callback before the context is freed)."""
+        """Have the thread's next callback, its last, drop the kept reference (the drain's
+        answer is that callback, before the context is freed: see :meth:`Isolate.drain_soon`)."""
         if self._held is not None:
             self.letting_go = True
 
@@ -160,11 +160,17 @@ DRAIN_TIMEOUT_S = 5.0
 """How long closing an isolate waits for its thread to finish what was posted to it."""
 
 
-def _drain(ctx: Any) -> None:
-    """Wait until the isolate's thread has finished every task posted to it: post one more
-    that touches nothing of the context (an evaluation of a handle that names no value,
-    which mini-racer answers with an error without entering the engine) and wait for its
-    answer. The thread runs its tasks in order, so every earlier one has returned by then.
+def _post_drain(ctx: Any) -> None:
+    """Post the task that marks the end of what this context's thread has to do (see
+    :func:`_await_drain`): an evaluation of a handle that names no value, which mini-racer
+    answers with an error without entering the engine, so it is safe to run whenever it
+    runs, the context's teardown included."""
+    ctx._dll.mr_eval(ctx._ctx, None, 0)
+
+
+def _await_drain(ctx: Any) -> None:
+    """Wait for the answer of :func:`_post_drain`. The thread runs its tasks in order, so
+    every task posted before it has returned by then, and the context can be freed.
 
     Freeing a context with a task of its still starting crashes the process: mini-racer's
     teardown cancels the tasks it knows of but does not wait for one that is already
@@ -172,9 +178,7 @@ def _drain(ctx: Any) -> None:
     takes the engine context out of its holder, so a task that reads it next reads a null
     pointer (SIGSEGV in ``CodeEvaluator::Eval``, seen once under load when the release of
     the thread's state was a real evaluation posted unwaited just before the free).
-    Costs the closing thread one wait for the isolate's thread (two thread switches).
     Raises TimeoutError if the thread does not answer (a wedged engine: recycle)."""
-    ctx._dll.mr_eval(ctx._ctx, None, 0)
     try:
         ctx._non_cancelable_mr_task_results_queue.get(timeout=DRAIN_TIMEOUT_S)
     except queue.Empty:
@@ -286,6 +290,7 @@ class Isolate:
         self.ctx: Any = None
         self.on_bell: Callable[[], None] = lambda: None
         self.closed = False
+        self._drain_posted = False
         self._handles: list[Any] = []
         self._held: list[Any] = []
         self._near_data_limit = near_data_limit
@@ -691,6 +696,16 @@ class Isolate:
     def memory_limit_reached(self) -> bool:
         return bool(self.ctx.was_hard_memory_limit_reached())
 
+    def drain_soon(self) -> None:
+        """Post the drain that :meth:`close` waits for, now: for an isolate whose run is over
+        and to which nothing more is posted, so that its thread finishes while the child
+        does other things, and closing it later does not wait (one wake of the isolate's
+        thread off the next preparation's path, which closes it first). Once per isolate."""
+        if self.ctx is not None and not self._drain_posted:
+            self._drain_posted = True
+            self._thread.let_go()
+            _post_drain(self.ctx)
+
     def close(self) -> None:
         """Dispose the isolate. Only call when it is responsive (a wedged one never returns)."""
         if not self.closed:
@@ -702,8 +717,8 @@ class Isolate:
             for name in ("_control", "_inbound", "_journal", "_sync"):
                 setattr(self, name, memoryview(b""))
             if self.ctx is not None:
-                self._thread.let_go()
-                _drain(self.ctx)
+                self.drain_soon()
+                _await_drain(self.ctx)
             self._stack.close()
             # Undo the links that made the isolate, its context and its run one cycle (the
             # context freed through this isolate, the bell held the run's state, the

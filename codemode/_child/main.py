@@ -994,6 +994,7 @@ class Child:
             # The usual case: Done and Idle go ahead at once, and the isolate is disposed on
             # the thread trip of the next preparation (the next run still waits for it:
             # see serve and quiet).
+            isolate.drain_soon()
             self.finished_isolates.append(isolate)
         else:
             await self.close_isolate(isolate)
