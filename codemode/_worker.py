@@ -237,15 +237,16 @@ class Worker:
         host_err, child_err = os.pipe()
         ours = [host_out, host_in, host_err]
         self._mark = mark = StartedMark.make()
+        mark_fd = None if mark is None else mark.fd
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "codemode._child",
                 str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes),
                 str(s.max_log_entries), "probed" if s.probed else "probe",
-                "-" if mark is None or mark.fd is None else str(mark.fd),
+                "-" if mark_fd is None else str(mark_fd),
                 "standby" if self.standby else "any" if self.cpu is None else str(self.cpu),
                 stdin=child_in, stdout=child_out, stderr=child_err, env=env,
-                pass_fds=() if mark is None or mark.fd is None else (mark.fd,),
+                pass_fds=() if mark_fd is None else (mark_fd,),
             )
             self.pid = self.proc.pid
             self.alive = True

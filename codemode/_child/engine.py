@@ -174,7 +174,10 @@ def _post_drain(ctx: Any) -> None:
 
 def _await_drain(ctx: Any) -> None:
     """Wait for the answer of :func:`_post_drain`. The thread runs its tasks in order, so
-    every task posted before it has returned by then, and the context can be freed.
+    every task posted before it has returned by then, and the context can be freed. (The
+    answer is the first in mini-racer's queue for the tasks it never cancels: the only
+    other such tasks, a preparation's steps in :meth:`Isolate._run_now`, are each waited
+    for before the next is posted.)
 
     Freeing a context with a task of its still starting crashes the process: mini-racer's
     teardown cancels the tasks it knows of but does not wait for one that is already

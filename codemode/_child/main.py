@@ -346,7 +346,7 @@ class RunState:
 class Child:
     def __init__(self, worker_id: int, memory_limit_mb: int, max_message_bytes: int,
                  max_log_entries: int, proto_in: int, proto_out: int, *,
-                 probe_engine: bool = True) -> None:
+                 probe_engine: bool = True, mark: ChildMark | None = None) -> None:
         self.worker_id = worker_id
         self.memory_limit_mb = memory_limit_mb
         self.max_message_bytes = max_message_bytes
@@ -382,7 +382,7 @@ class Child:
         self._static_config: str | None = None
         self.snapshot_refused: str | None = None
         """Why this child's isolates do not start from a snapshot of the runtime (None: they do)."""
-        self.mark: ChildMark | None = None
+        self.mark = mark
         """Where this child marks the run whose program it starts (see codemode/_mark.py);
         None: it says Started as a frame."""
         self.probe_engine = probe_engine
@@ -1133,8 +1133,7 @@ def main(argv: list[str]) -> None:
     extra = os.environ.get("CODEMODE_CHILD_V8_FLAGS", "").split()
     init_mini_racer(flags=flags + extra)
     child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
-                  probe_engine=probe_engine)
-    child.mark = mark
+                  probe_engine=probe_engine, mark=mark)
     child.load_stdlib()
     child.install_runtime()  # a standby does it before it waits: adoption only prepares isolates
 
