@@ -21,6 +21,7 @@ After every fault the pool keeps serving.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import signal
@@ -123,15 +124,45 @@ def test_a_replacement_child_skips_the_engine_probe_and_serves() -> None:
         os.kill(first, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and ex.worker_pids in ([], [first]):
-            try:
+            with contextlib.suppress(WorkerCrashed):
                 ex.execute("() => 0")
-            except WorkerCrashed:
-                pass
             time.sleep(0.05)
         [second] = ex.worker_pids
         assert second != first
         assert b"probed" in _argv(second)  # same binary, same flags: no second probe
         assert ex.execute("async () => 6 * 7").result == 42
+
+
+def test_a_child_that_crashes_writes_no_core_even_where_the_host_may(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child runs untrusted code and reserves ~1.4 TB of address space: a crash must not
+    dump it (the dump held the child's pipes open for seconds, and its slot with them)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    if hard == 0:
+        pytest.skip("this host may not raise its core limit, so it cannot show the child lowers it")
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    monkeypatch.chdir(tmp_path)  # a plain core pattern writes into the child's working directory
+    try:
+        with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+            assert ex.execute("() => 1").result == 1
+            [first] = ex.worker_pids
+            with open(f"/proc/{first}/limits") as f:
+                core = next(line for line in f if line.startswith("Max core file size"))
+            assert core.split()[4:6] == ["0", "0"], core
+            os.kill(first, signal.SIGABRT)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and ex.worker_pids in ([], [first]):
+                with contextlib.suppress(WorkerCrashed):
+                    ex.execute("() => 0")
+                time.sleep(0.05)
+            assert ex.worker_pids not in ([], [first])
+            assert ex.execute("async () => 6 * 7").result == 42
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
