@@ -46,6 +46,7 @@ from py_mini_racer._types import JSUndefined
 from .._protocol import SNAPSHOT_TURNED_OFF
 from ..stdlib import blank_comment_lines
 from . import snapshot as _snapshot
+from .lines import decode_lines
 
 __all__ = ["Isolate"]
 
@@ -674,8 +675,7 @@ class Isolate:
             return []
         raw = bytes(view[_JOURNAL_HEADER + 2 * self._journal_read : _JOURNAL_HEADER + 2 * written])
         self._journal_read = written
-        text = raw.decode("utf-16-le", "surrogatepass")
-        return [json.loads(line) for line in text.split("\n") if line]
+        return decode_lines(raw.decode("utf-16-le", "surrogatepass"))
 
     def answer_sync(self, seq: int, text: str) -> None:
         """Answer the isolate's synchronous request ``seq`` (it polls the sequence word)."""

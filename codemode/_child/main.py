@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import ctypes
 import gc
-import json
 import os
 import resource
 import secrets
@@ -63,6 +62,7 @@ from .._protocol import (
     encode_frame,
 )
 from .._request import Provider
+from .lines import decode_lines
 
 MB = 1024 * 1024
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -317,9 +317,6 @@ def _well_shaped(m: Any) -> bool:
     )
 
 
-def parse_lines(text: str) -> list[Any]:
-    """Messages written as one JSON array per line."""
-    return [json.loads(line) for line in text.split("\n") if line]
 
 
 class SentCall:
@@ -359,6 +356,8 @@ class RunState:
         self.settled = True
         self.log_bytes = 0
         self.logs_over_budget = 0
+        self.provider_names: frozenset[str] | None = None
+        """The names of the run's providers, once a call asked (see Child.call_problem)."""
 
 
 class Child:
@@ -766,7 +765,7 @@ class Child:
             return
         if out:
             try:
-                messages = parse_lines(out)
+                messages = decode_lines(out)
                 self.take_messages(state, state.isolate.read_journal())
                 self.take_messages(state, messages)
             except Exception as exc:
@@ -857,7 +856,10 @@ class Child:
     def call_problem(self, state: RunState, provider: str, args_json: str) -> str | None:
         """Why a tool call cannot go to the host (its text goes back to the program
         instead), or None."""
-        if provider not in {p.name for p in self.providers_of(state)}:
+        names = state.provider_names
+        if names is None:
+            names = state.provider_names = frozenset(p.name for p in self.providers_of(state))
+        if provider not in names:
             return f"{provider} is not a provider declared for this run."
         limit = self.max_message_bytes
         # At most 3 UTF-8 bytes per UTF-16 unit: most argument lists need no encoding.

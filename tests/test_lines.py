@@ -1,0 +1,32 @@
+"""The child's reading of the runtime's message lines (codemode/_child/lines.py): msgspec
+reads what it can, and every line reads as the stdlib's ``json.loads`` reads it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codemode._child.lines import decode_lines
+
+LINES = [
+    '["c",1,"store","get","[{\\"i\\":3}]"]',
+    '["l","log","caf\\u00e9 \\ud83d\\ude00"]',
+    '["e","Error","half a pair: \\ud800"]',  # msgspec refuses a lone surrogate's escape
+    '["r",123456789012345678901234567890]',
+    '["n",NaN]',  # not JSON, but what json.loads has always read
+    '["x",1e400]',
+]
+
+
+def test_every_line_reads_as_the_stdlib_reads_it() -> None:
+    text = "\n".join(LINES) + "\n"
+    decoded = decode_lines(text)
+    expected = [json.loads(line) for line in LINES]
+    assert repr(decoded) == repr(expected)  # (repr: NaN is not equal to itself)
+    assert decoded[2][2].endswith("\ud800")
+
+
+def test_a_line_neither_reads_raises() -> None:
+    with pytest.raises(ValueError):
+        decode_lines('["c",1]\n["c",\n')
