@@ -116,19 +116,26 @@ def _argv(pid: int) -> list[bytes]:
         return f.read().split(b"\0")[:-1]
 
 
+def _kill_and_await_replacement(ex: SyncIsolateExecutor, pid: int, sig: int) -> int:
+    """Send ``sig`` to the pool's only child ``pid``; return the pid of the child that
+    replaces it (runs that meet the dead child in the meantime may fail: that is allowed)."""
+    os.kill(pid, sig)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and ex.worker_pids in ([], [pid]):
+        with contextlib.suppress(WorkerCrashed):
+            ex.execute("() => 0")
+        time.sleep(0.05)
+    [replacement] = ex.worker_pids
+    assert replacement != pid
+    return replacement
+
+
 def test_a_replacement_child_skips_the_engine_probe_and_serves() -> None:
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         assert ex.execute("() => 1").result == 1
         [first] = ex.worker_pids
         assert b"probe" in _argv(first)  # the pool's first child checks the engine
-        os.kill(first, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and ex.worker_pids in ([], [first]):
-            with contextlib.suppress(WorkerCrashed):
-                ex.execute("() => 0")
-            time.sleep(0.05)
-        [second] = ex.worker_pids
-        assert second != first
+        second = _kill_and_await_replacement(ex, first, signal.SIGKILL)
         assert b"probed" in _argv(second)  # same binary, same flags: no second probe
         assert ex.execute("async () => 6 * 7").result == 42
 
@@ -152,13 +159,7 @@ def test_a_child_that_crashes_writes_no_core_even_where_the_host_may(
             with open(f"/proc/{first}/limits") as f:
                 core = next(line for line in f if line.startswith("Max core file size"))
             assert core.split()[4:6] == ["0", "0"], core
-            os.kill(first, signal.SIGABRT)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and ex.worker_pids in ([], [first]):
-                with contextlib.suppress(WorkerCrashed):
-                    ex.execute("() => 0")
-                time.sleep(0.05)
-            assert ex.worker_pids not in ([], [first])
+            _kill_and_await_replacement(ex, first, signal.SIGABRT)
             assert ex.execute("async () => 6 * 7").result == 42
     finally:
         resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
