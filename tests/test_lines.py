@@ -30,3 +30,26 @@ def test_every_line_reads_as_the_stdlib_reads_it() -> None:
 def test_a_line_neither_reads_raises() -> None:
     with pytest.raises(ValueError):
         decode_lines('["c",1]\n["c",\n')
+
+
+def test_only_messages_of_a_known_shape_are_acted_on() -> None:
+    """A program that tampers with its runtime can write any line: the child acts only on
+    lists whose tag it knows, with that tag's count and types of fields (no booleans)."""
+    from codemode._child.main import _well_shaped
+
+    assert _well_shaped(["c", 1, "store", "get", "[]"])
+    assert _well_shaped(["d", None]) and _well_shaped(["d", "42"])
+    assert _well_shaped(["h"])
+    for bad in (
+        ["c", True, "store", "get", "[]"],  # a boolean is not a call id
+        ["c", 1, "store", "get"],  # a field short
+        ["c", 1, "store", "get", "[]", "extra"],
+        ["c", "1", "store", "get", "[]"],
+        ["d", 42],
+        ["zz", 1],
+        [],
+        [7, 1],
+        {"c": 1},
+        "c",
+    ):
+        assert not _well_shaped(bad), bad

@@ -312,9 +312,11 @@ def _well_shaped(m: Any) -> bool:
     shape = _SHAPES.get(m[0])
     if shape is None or len(m) != len(shape) + 1:
         return False
-    return all(
-        isinstance(v, t) and not isinstance(v, bool) for v, t in zip(m[1:], shape, strict=True)
-    )
+    for i, kind in enumerate(shape, 1):  # (a loop: every tool call's line comes through here)
+        v = m[i]
+        if not isinstance(v, kind) or isinstance(v, bool):
+            return False
+    return True
 
 
 
@@ -478,7 +480,7 @@ class Child:
                         state.paused_total += time.monotonic() - state.paused_since
                         state.paused_since = None
                 state.inbox.append([call_id, body])
-                self.pump(state)
+                self.pump(state, journal_read=True)
             case Cancel(run_id=run_id, reason=reason):
                 state = self.run
                 if state is not None and state.msg.run_id == run_id and not state.done:
@@ -715,7 +717,7 @@ class Child:
             return False
         return not state.done
 
-    def pump(self, state: RunState) -> None:
+    def pump(self, state: RunState, *, journal_read: bool = False) -> None:
         """Call into the isolate if it has to be: to deliver replies, or to drain the
         outbox once the journal is full. One pump at a time: what arrives while one is in
         the isolate goes in when it returns (see pumped).
@@ -725,7 +727,8 @@ class Child:
         within the iteration that learned of it."""
         # What the isolate wrote is acted on at once, a pump in flight or not (the journal
         # needs no isolate); and before replies go in, which keeps their order.
-        if state.done or not self.read_journal_into(state):
+        # (``journal_read``: the caller has just done so, a reply's handling)
+        if state.done or not (journal_read or self.read_journal_into(state)):
             return
         with state.pump_lock:
             if state.pumping or not (state.inbox or state.isolate.journal_full()):
