@@ -196,6 +196,9 @@ class Worker:
         self.on_idle = on_idle
         self.proc: asyncio.subprocess.Process | None = None
         self._stdin: asyncio.WriteTransport | None = None
+        self._replies: asyncio.WriteTransport | None = None
+        """The pipe that carries only the answers to the child's calls: its isolate's own
+        thread reads them there while the program waits (codemode/_child/main.py, park)."""
         self._frames_fd: int | None = None
         """The child's protocol pipe, read by the loop itself (see _read_frames)."""
         self._stderr: asyncio.StreamReader | None = None
@@ -235,7 +238,8 @@ class Worker:
         child_in, host_out = os.pipe()
         host_in, child_out = os.pipe()
         host_err, child_err = os.pipe()
-        ours = [host_out, host_in, host_err]
+        child_replies, host_replies = os.pipe()
+        ours = [host_out, host_in, host_err, host_replies]
         self._mark = mark = StartedMark.make()
         mark_fd = None if mark is None else mark.fd
         try:
@@ -243,10 +247,10 @@ class Worker:
                 sys.executable, "-m", "codemode._child",
                 str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes),
                 str(s.max_log_entries), "probed" if s.probed else "probe",
-                "-" if mark_fd is None else str(mark_fd),
+                "-" if mark_fd is None else str(mark_fd), str(child_replies),
                 "standby" if self.standby else "any" if self.cpu is None else str(self.cpu),
                 stdin=child_in, stdout=child_out, stderr=child_err, env=env,
-                pass_fds=() if mark_fd is None else (mark_fd,),
+                pass_fds=(child_replies,) if mark_fd is None else (mark_fd, child_replies),
             )
             self.pid = self.proc.pid
             self.alive = True
@@ -255,6 +259,8 @@ class Worker:
                 asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
             self._frames_fd = ours.pop(0)
             self._stderr = await _read_pipe(loop, ours.pop(0))
+            self._replies, _ = await loop.connect_write_pipe(
+                asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
         except BaseException:
             for fd in ours:
                 os.close(fd)
@@ -270,7 +276,7 @@ class Worker:
                 self._mark = None
             raise
         finally:
-            for fd in (child_in, child_out, child_err):
+            for fd in (child_in, child_out, child_err, child_replies):
                 os.close(fd)
             if mark is not None:
                 mark.spawned()
@@ -341,8 +347,9 @@ class Worker:
             self.kill()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5.0)
-        if self._stdin is not None:
-            self._stdin.close()
+        for transport in (self._stdin, self._replies):
+            if transport is not None:
+                transport.close()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=2.0)
 
@@ -354,6 +361,14 @@ class Worker:
             return  # the child is gone (its exit is being handled): nobody would read it
         self._stdin.write(encode_frame(message))
 
+    def _write_reply(self, reply: Reply) -> None:
+        """A call's answer, on the reply pipe (on stdin for a child started without one)."""
+        replies = self._replies
+        if replies is None:
+            self._write(reply)
+        elif not replies.is_closing():
+            replies.write(encode_frame(reply))
+
     def forget_loop(self) -> None:
         """The loop that owns this child's pipes is gone (or elsewhere): close their
         descriptors here and keep the transports from closing later on that loop."""
@@ -363,7 +378,7 @@ class Worker:
             with contextlib.suppress(OSError):
                 os.close(self._frames_fd)
             self._frames_fd = None
-        for transport in (subprocess_transport, self._stdin,
+        for transport in (subprocess_transport, self._stdin, self._replies,
                           getattr(self._stderr, "_transport", None)):
             if transport is None:
                 continue
@@ -574,7 +589,7 @@ class Worker:
                     return  # the run ended while the host worked: drop the stale reply
                 self._close(active, call_id)
                 with contextlib.suppress(Exception):
-                    self._write(Reply(active.msg.run_id, call_id, body))
+                    self._write_reply(Reply(active.msg.run_id, call_id, body))
             finally:
                 if task is not None:
                     active.tasks.discard(task)

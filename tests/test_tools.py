@@ -116,6 +116,49 @@ def test_promise_all_calls_run_concurrently_in_the_host(executor: SyncIsolateExe
     assert elapsed < 0.9  # five 200 ms calls, run side by side (generous on a busy machine)
 
 
+def _slow_dispatch(provider: str, tool: str, args_json: str) -> str:
+    time.sleep(0.5)
+    return tool_result(json.loads(args_json)[0])
+
+
+SLOW = [{"name": "api", "tools": ["slow"]}]
+
+
+def test_a_call_waiting_for_its_answer_holds_neither_the_program_nor_its_timers(
+    executor: SyncIsolateExecutor,
+) -> None:
+    """While a program waits on a slow call, its isolate's thread waits on the answers'
+    pipe (the park, docs/performance.md): the code after the call runs at once (the bell
+    of a lone call waits ~1 ms for a quick answer, no longer), and a timer set meanwhile
+    fires on time (the park comes back for the engine's timers)."""
+    outcome = executor.execute(
+        "async () => { const t0 = Date.now(); const p = api.slow(1); const after = Date.now() - t0;"
+        " const t1 = Date.now(); await new Promise((r) => setTimeout(r, 50));"
+        " const timer = Date.now() - t1; return { after, timer, answer: await p } }",
+        providers=SLOW, dispatch=_slow_dispatch,
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.result["answer"] == 1
+    assert outcome.result["after"] < 100  # not the 500 ms answer (generous on a busy machine)
+    assert 50 <= outcome.result["timer"] < 250
+
+
+def test_a_run_that_ends_while_its_isolate_waits_for_an_answer_ends_at_its_bound(
+    executor: SyncIsolateExecutor,
+) -> None:
+    """The park is woken when the run ends: a run whose only call outlasts its bound
+    settles at the bound, and the child serves the next run (and drops the late answer)."""
+    started = time.monotonic()
+    outcome = executor.execute("async () => api.slow(1)", providers=SLOW,
+                               dispatch=_slow_dispatch, timeout=200)
+    assert outcome.error is not None and "200 ms" in outcome.error
+    assert time.monotonic() - started < 0.45
+    assert executor.execute("async () => 6 * 7").result == 42
+    later = executor.execute("async () => [await api.slow(2), await api.slow(3)]",
+                             providers=SLOW, dispatch=_slow_dispatch)
+    assert later.result == [2, 3], later.error
+
+
 def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
     """A run's sync calls take at most 16 of the executor's threads at once: a program that
     starts 40 calls to a tool that blocks leaves room for another run's call (on the loop's

@@ -63,6 +63,9 @@ _CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
 _MAX_HELD_FREES = 256
 """Value handles held for a batched free at most (see :class:`Isolate`), so that a run that
 rings the bell a great many times without a call into the isolate holds little."""
+ALONE_WAIT_S = 0.001
+"""How long the bell of a program's only open call waits for its answer (see _on_thread):
+the time a quick tool's round trip takes, at most what the program's next step waits."""
 _FREE_AFTER = 64
 """Held value handles a pump frees once there are this many (see :class:`Isolate`): two
 come with every tool call, so a run of up to 31 calls frees none until its context's
@@ -327,6 +330,18 @@ class Isolate:
         self._unreadable: Exception | None = None
         """Why the isolate's thread could not read the journal, for the loop to raise."""
         self._pump_tasks: set[asyncio.Task[Any]] = set()
+        self._park_id: int | None = None
+        """The callback id of the park task in the isolate (see :meth:`park_soon`), or None."""
+        self._park_task = 0
+        self.sent_here = False
+        """Set by :attr:`act_now` when it sent calls from the isolate's thread (see _on_thread)."""
+        self.park_wait: Callable[[float], bool] = lambda timeout_s: False
+        """Set by the run: on the isolate's thread, in a bell, wait up to ``timeout_s`` for
+        answers and put them into the inbound channel (see :meth:`deliver_now`); whether
+        any came."""
+        self.park_done: Callable[[bool], None] = lambda more: None
+        """Set by the run: on the isolate's thread, as a park returns (``more``: calls are
+        still open)."""
 
     async def prepare(
         self,
@@ -377,6 +392,7 @@ class Isolate:
         api: Any = ctx._value_handle_to_python(
             ctx._wrap_raw_handle(ctx._dll.mr_get_object_item(ctx._ctx, self._argv.raw, first.raw)))
         self._this = ctx._python_to_value_handle(JSUndefined)
+        self._park_this = ctx._python_to_value_handle(1)  # `this` of a park (see runtime.js)
         self._api = ctx._python_to_value_handle(api)
         # The first call is the runtime's setup, with the bell as `this`: it takes the bell
         # and returns the channel. Every later call passes `undefined` and the same array,
@@ -440,15 +456,38 @@ class Isolate:
         chain of tool calls wakes the loop once per call, for the reply, not three times
         (the reply, the bell, the pump's return: mini-racer reports a call's return before
         the program's continuation runs, so the bell of the next call comes after it)."""
+        if callback_id == self._park_id:
+            return self._park_returned(raw)
         if callback_id == self._pump_id:
             # No memory guard here: the program's continuation runs after this return
             # whatever the guard finds (the pump's task is complete: there is nothing to
             # cancel), and what it would mark is acted on at the next bell or the 10 ms
             # poll, which read the process's size themselves. A read of /proc/self/statm
             # per call saved (~6.5 us of the isolate's thread, of ~200 us a call).
-            return self._pump_returned(raw, self._act_on_journal())
+            quiet = self._act_on_journal()
+            if self.sent_here:  # (calls the pump's read of the journal sent: park for them)
+                self.sent_here = False
+                self.park_soon()
+            return self._pump_returned(raw, quiet)
+        waiting = 0
+        if callback_id == self._bell_id and not self.closed:
+            (waiting,) = struct.unpack_from("<i", self._control, 4)
+        if waiting == 1:
+            # The park's bell (runtime.js, park): the program has nothing to run. No memory
+            # guard, as in a pump's return: the continuations run after it whatever the
+            # guard finds, and the next bell or the 10 ms poll checks.
+            (wait_ms,) = struct.unpack_from("<i", self._control, 8)
+            self.park_wait(wait_ms / 1000)
+            self._held.append(raw)
+            return True
         self._guard()
         quiet = self._act_on_journal()
+        if self.sent_here:
+            # Calls left from here. The only open one's bell waits briefly for its answer,
+            # which the runtime delivers as the call returns; otherwise a park takes them.
+            self.sent_here = False
+            if not (waiting == 2 and quiet and not self.closed and self.park_wait(ALONE_WAIT_S)):
+                self.park_soon()
         if callback_id == self._bell_id and quiet and not (self.out_of_room or self.journal_full()):
             self._held.append(raw)  # freed with the held handles, unwrapped (see _pump_returned)
             return True
@@ -604,6 +643,52 @@ class Isolate:
         ctx.event_loop.call_soon_threadsafe(self._pumped_on_loop, done, out)
         return True
 
+    def park_soon(self) -> None:
+        """Post a park (see runtime.js): from either thread, once a call has left; one at a
+        time (its return posts the next while calls are open)."""
+        with self._pump_lock:
+            if self._park_id is not None or self.closed:
+                return
+            ctx = self.ctx
+            self._park_id = next(ctx._next_async_callback_id)
+            self._park_task = ctx._dll.mr_call_function(
+                ctx._ctx, self._api.raw, self._park_this.raw, self._argv.raw, self._park_id
+            )
+            self._in_flight.add(self._park_task)
+
+    def deliver_now(self, inbox_json: str) -> bool:
+        """In a bell, on the isolate's thread: put ``inbox_json`` into the inbound channel for
+        the runtime to deliver as the bell returns; False if it does not fit (the loop's
+        pump takes it)."""
+        data = inbox_json.encode("utf-16-le", "surrogatepass")
+        units = len(data) // 2
+        if units > self._capacity or self.closed:
+            return False
+        self._put(data, units)
+        struct.pack_into("<i", self._control, 12, 1)
+        return True
+
+    def delivering(self) -> bool:
+        """Whether the inbound channel holds answers a bell put there (:meth:`deliver_now`)
+        that the runtime has not taken yet."""
+        return not self.closed and struct.unpack_from("<i", self._control, 12)[0] != 0
+
+    def _park_returned(self, raw: Any) -> bool:
+        """On the isolate's thread, as a park returns: its value says whether calls are
+        still open. Always True (the park's callback id is this isolate's own)."""
+        with self._pump_lock:
+            self._park_id = None
+            self._in_flight.discard(self._park_task)
+        more = False
+        with contextlib.suppress(BaseException):
+            value = raw.contents
+            more = value.type == _STRING and value.len > 0
+        self._held.append(raw)
+        if not self.closed:
+            with contextlib.suppress(BaseException):
+                self.park_done(more)
+        return True
+
     def _pumped_on_loop(self, done: Callable[[Any], None], out: Any) -> None:
         if not self.closed:
             done(out)
@@ -614,8 +699,9 @@ class Isolate:
         for task in list(self._pump_tasks):
             task.cancel()
         with self._pump_lock:
-            task_id = self._pump_task if self._pump_id is not None else None
-        if task_id is not None:  # (not under the lock: its callback takes the lock)
+            task_ids = [task for task, cb in ((self._pump_task, self._pump_id),
+                                              (self._park_task, self._park_id)) if cb is not None]
+        for task_id in task_ids:  # (not under the lock: their callbacks take the lock)
             self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
 
     async def _call(self, op: int) -> Any:

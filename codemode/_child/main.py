@@ -25,6 +25,7 @@ import gc
 import os
 import resource
 import secrets
+import select
 import signal
 import sys
 import threading
@@ -365,7 +366,8 @@ class RunState:
 class Child:
     def __init__(self, worker_id: int, memory_limit_mb: int, max_message_bytes: int,
                  max_log_entries: int, proto_in: int, proto_out: int, *,
-                 probe_engine: bool = True, mark: ChildMark | None = None) -> None:
+                 probe_engine: bool = True, mark: ChildMark | None = None,
+                 replies: int | None = None) -> None:
         self.worker_id = worker_id
         self.memory_limit_mb = memory_limit_mb
         self.max_message_bytes = max_message_bytes
@@ -404,6 +406,14 @@ class Child:
         self.mark = mark
         """Where this child marks the run whose program it starts (see codemode/_mark.py);
         None: it says Started as a frame."""
+        self.replies = None if replies is None else PipeFrames(replies)
+        """The host's answers to calls, read by the running isolate's thread while the
+        program waits (see park_wait); None: they come with the other frames."""
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._park_lock = threading.Lock()
+        self._parked = False
         self.probe_engine = probe_engine
         """Whether to check the engine before Ready (the pool's first child does; its
         replacements run the same binary with the same flags and skip it)."""
@@ -644,6 +654,9 @@ class Child:
         self.run = state
         isolate.on_bell = lambda: self.take_journal(state)
         isolate.act_now = lambda messages: self.send_calls_now(state, messages)
+        if self.replies is not None:
+            isolate.park_wait = lambda timeout_s: self.park_wait(state, timeout_s)
+            isolate.park_done = lambda more: self.park_done(state, more)
         self.check_clock(state)
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
         if self.mark is not None:
@@ -733,13 +746,94 @@ class Child:
         with state.pump_lock:
             if state.pumping or not (state.inbox or state.isolate.journal_full()):
                 return  # (the one in flight, or one a message in the journal started, takes them)
+            if state.isolate.delivering():
+                # Answers a bell put into the channel that the runtime has yet to take (it
+                # does as that bell returns): come back for the channel in a moment.
+                self.loop.call_later(0.0002, self.pump, state)
+                return
             state.pumping = True
-        inbox_json = ""
-        if state.inbox:
-            inbox_json = msgspec.json.encode(state.inbox).decode()
-            state.inbox = []
+            inbox, state.inbox = state.inbox, []  # (a park may add to it: see deliver_parked)
+        inbox_json = msgspec.json.encode(inbox).decode() if inbox else ""
+        self.wake_park()  # the pump's task waits behind a park
         state.isolate.pump_soon(inbox_json, lambda out: self.pumped(state, out),
                                 lambda out: self.pumped_quietly(state, out))
+
+    # ---- the park: answers read on the isolate's thread ------------------------------
+
+    def park_wait(self, state: RunState, timeout_s: float) -> bool:
+        """On the isolate's thread, in a bell, while the program waits on calls (the park's
+        bell, or the bell of its only open call): wait up to ``timeout_s`` for answers on
+        the reply pipe, or for the loop (a run that ends, a pump it wants in), and put what
+        came into the inbound channel; whether any went there. Per call, this takes the
+        loop's wake-up, its reading of the answer and its hand-off to this thread off the
+        call's path."""
+        replies = self.replies
+        if replies is None or state.done:
+            return False
+        got = self.take_replies(state, replies)
+        if not got:
+            with self._park_lock:
+                self._parked = True
+            try:
+                select.select([replies.fd, self._wake_r], [], [], max(timeout_s, 0.0))
+            finally:
+                with self._park_lock:
+                    self._parked = False
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 4096)
+            got = self.take_replies(state, replies)
+        return bool(got) and self.deliver_parked(state, got)
+
+    def take_replies(self, state: RunState, replies: PipeFrames) -> list[list[Any]]:
+        """The answers for this run the reply pipe holds now (those of an ended run are
+        dropped)."""
+        got: list[list[Any]] = []
+        while True:
+            bodies = replies.read()
+            if not bodies:  # (None: the host is gone; the loop's own pipe says so)
+                return got
+            for body in bodies:
+                reply = self.decoder.decode(body)
+                if isinstance(reply, Reply) and reply.run_id == state.msg.run_id:
+                    got.append([reply.call_id, reply.body])
+
+    def deliver_parked(self, state: RunState, got: list[list[Any]]) -> bool:
+        """Answers read on the isolate's thread: into the inbound channel for the runtime to
+        deliver as the bell returns (True), or, while the loop's pump has the channel (or
+        they do not fit), to the run's inbox, which the loop delivers."""
+        if not state.msg.count_host_waits:
+            self.loop.call_soon_threadsafe(self.answered, state, [g[0] for g in got])
+        with state.pump_lock:
+            if state.done:
+                return False
+            if not state.pumping and state.isolate.deliver_now(msgspec.json.encode(got).decode()):
+                return True  # (the runtime reads the channel before this bell returns)
+            state.inbox.extend(got)
+        self.loop.call_soon_threadsafe(self.pump, state)
+        return False
+
+    def answered(self, state: RunState, call_ids: list[int]) -> None:
+        """On the loop: calls a park answered, for the clock that stops while calls are open."""
+        if not self.read_journal_into(state):
+            return
+        for call_id in call_ids:
+            state.open_calls.discard(call_id)
+        if not state.open_calls and state.paused_since is not None:
+            state.paused_total += time.monotonic() - state.paused_since
+            state.paused_since = None
+
+    def park_done(self, state: RunState, more: bool) -> None:
+        """On the isolate's thread, as a park returns (before the program's continuations
+        run): park again while calls are open."""
+        if more and not state.done:
+            state.isolate.park_soon()
+
+    def wake_park(self) -> None:
+        """Bring a waiting park back to its isolate now (from the loop)."""
+        with self._park_lock:
+            if self._parked:
+                with contextlib.suppress(BlockingIOError):
+                    os.write(self._wake_w, b".")
 
     def pumped_quietly(self, state: RunState, out: str | BaseException) -> bool:
         """On the isolate's thread, as a pump returns: whether the return needs nothing of
@@ -820,6 +914,8 @@ class Child:
             elif tag == "f":
                 self.open_call(state, m[1])
                 self.send(Fetch(run_id, m[1], m[2]))
+                if self.replies is not None:
+                    state.isolate.park_soon()
             elif tag == "d":
                 result = m[1]
                 size = 0 if result is None else len(result.encode("utf-8", "surrogatepass"))
@@ -855,6 +951,8 @@ class Child:
             return
         self.open_call(state, call_id)
         self.send_call(state, call_id, provider, tool, args_json)
+        if self.replies is not None:
+            state.isolate.park_soon()
 
     def call_problem(self, state: RunState, provider: str, args_json: str) -> str | None:
         """Why a tool call cannot go to the host (its text goes back to the program
@@ -897,6 +995,8 @@ class Child:
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)
+        if self.replies is not None and any(isinstance(m, SentCall) for m in out):
+            state.isolate.sent_here = True  # (the isolate parks for their answers)
         return out, all(isinstance(m, SentCall) for m in out)
 
     def providers_of(self, state: RunState) -> tuple[Provider, ...]:
@@ -948,6 +1048,7 @@ class Child:
             return
         state.done = True
         state.isolate.act_now = None
+        self.wake_park()
         state.kind = kind
         self.drain_journal(state)
         if error is not None:
@@ -1125,7 +1226,8 @@ def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
     probe_engine = argv[4:5] != ["probed"]
     mark = open_mark(argv[5] if len(argv) > 5 else "-")
-    cpu = argv[6] if len(argv) > 6 else "any"
+    replies = int(argv[6]) if len(argv) > 6 and argv[6].isdigit() else None
+    cpu = argv[7] if len(argv) > 7 else "any"
     _set_parent_death_signal()
     _no_core_dumps()
     _batch_scheduling()
@@ -1157,7 +1259,7 @@ def main(argv: list[str]) -> None:
     extra = os.environ.get("CODEMODE_CHILD_V8_FLAGS", "").split()
     init_mini_racer(flags=flags + extra)
     child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
-                  probe_engine=probe_engine, mark=mark)
+                  probe_engine=probe_engine, mark=mark, replies=replies)
     child.load_stdlib()
     child.install_runtime()  # a standby does it before it waits: adoption only prepares isolates
 

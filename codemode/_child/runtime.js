@@ -50,6 +50,7 @@
   const PromiseThen = Promise.prototype.then;
   const MapCtor = Map;
   const MapGet = Map.prototype.get;
+  const MapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
   const MapSet = Map.prototype.set;
   const MapDelete = Map.prototype.delete;
   const MapHas = Map.prototype.has;
@@ -211,7 +212,7 @@
     return text;
   });
 
-  const pump = (function pump() {
+  const deliver = (function deliver() {
     const inboxJson = takeFed();
     if (inboxJson) {
       const inbox = JSONparse(inboxJson);
@@ -224,6 +225,9 @@
         entry(body);
       }
     }
+  });
+  const pump = (function pump() {
+    deliver();
     if (outbox.length === 0) return '';
     const out = outbox;
     outbox = [];
@@ -334,7 +338,18 @@
     }
     const id = nextId++;
     ReflectApply(MapSet, pending, [id, settleTool(provider, tool, resolve, reject)]);
+    // The only call open: its bell may wait briefly for the answer (control[1] = 2) and
+    // put it into the inbound channel (control[3]), delivered here before the call returns.
+    const alone = ReflectApply(MapSize, pending, []) === 1;
+    if (alone) control[1] = 2;
     send(['c', id, provider, tool, argsJson]);
+    if (alone) {
+      control[1] = 0;
+      if (control[3] !== 0) {
+        control[3] = 0;
+        deliver();
+      }
+    }
   });
 
   const makeProvider = (name, declared) => new ProxyCtor(ObjectCreate(null), {
@@ -741,11 +756,30 @@
   // returns the channel. Later calls get `undefined` and the same array, and ignore both.
   // (One array from boot saves the isolate a second evaluation, `[]`, per preparation;
   // the bell as `this` saves appending it to that array.)
+  // The park: a task the child posts to this isolate's thread once a call has left. It
+  // runs after the program's microtasks, rings the bell with control[1] = 1, and Python,
+  // on this thread, waits there for answers (at most control[2] ms: timers are the
+  // engine's own tasks, which cannot run meanwhile), puts them into the inbound channel and
+  // sets control[3]; they are delivered here. Its value says whether calls are still open
+  // (the child then parks again).
+  const park = (function park() {
+    if (finished || ReflectApply(MapSize, pending, []) === 0) return '';
+    control[2] = ReflectApply(MapSize, timers, []) > 0 ? 1 : 10;
+    control[1] = 1;
+    bell();
+    control[1] = 0;
+    if (control[3] !== 0) {
+      control[3] = 0;
+      deliver();
+    }
+    return ReflectApply(MapSize, pending, []) > 0 ? '1' : '';
+  });
   const api = (function api() {
     if (bell === null) {
       bell = this;
       return channel;
     }
+    if (this === 1) return park();
     return operations[control[0]]();
   });
 
