@@ -159,6 +159,31 @@ def test_a_run_that_ends_while_its_isolate_waits_for_an_answer_ends_at_its_bound
     assert later.result == [2, 3], later.error
 
 
+def test_a_program_that_breaks_delivery_gets_its_error_not_a_timeout(
+    executor: SyncIsolateExecutor,
+) -> None:
+    """Answers to a slow call are delivered by a park (docs/performance.md); a program that
+    broke what delivering uses gets that error at once, and one that deleted a global the
+    runtime does not need (Math) gets its answer. (A park that failed was once dropped: the
+    call never settled and the run waited for its bound.)"""
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        time.sleep(0.02)  # longer than the bell of a lone call waits: the park delivers
+        return tool_result(json.loads(args_json)[0])
+
+    echo = [{"name": "api", "tools": ["echo"]}]
+    outcome = executor.execute("async () => { delete globalThis.Math; return await api.echo('x') }",
+                               providers=echo, dispatch=dispatch)
+    assert (outcome.result, outcome.error) == ("x", None)
+    started = time.monotonic()
+    outcome = executor.execute(
+        "async () => { Object.getPrototypeOf(Uint16Array.prototype).subarray = () => {"
+        " throw new Error('broken') }; return await api.echo('x') }",
+        providers=echo, dispatch=dispatch, timeout=5000)
+    assert outcome.error is not None and "broken" in outcome.error
+    assert time.monotonic() - started < 2.5
+    assert executor.execute("async () => 6 * 7").result == 42
+
+
 def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
     """A run's sync calls take at most 16 of the executor's threads at once: a program that
     starts 40 calls to a tool that blocks leaves room for another run's call (on the loop's

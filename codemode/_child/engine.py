@@ -333,15 +333,18 @@ class Isolate:
         self._park_id: int | None = None
         """The callback id of the park task in the isolate (see :meth:`park_soon`), or None."""
         self._park_task = 0
+        self._park_again = False
+        """A call left while a park was pending: park again when it returns, whatever it
+        found (it may have looked before that call was made)."""
         self.sent_here = False
         """Set by :attr:`act_now` when it sent calls from the isolate's thread (see _on_thread)."""
         self.park_wait: Callable[[float], bool] = lambda timeout_s: False
         """Set by the run: on the isolate's thread, in a bell, wait up to ``timeout_s`` for
         answers and put them into the inbound channel (see :meth:`deliver_now`); whether
         any came."""
-        self.park_done: Callable[[bool], None] = lambda more: None
+        self.park_done: Callable[[bool | BaseException], None] = lambda more: None
         """Set by the run: on the isolate's thread, as a park returns (``more``: calls are
-        still open)."""
+        still open; or what stopped the park)."""
 
     async def prepare(
         self,
@@ -647,7 +650,10 @@ class Isolate:
         """Post a park (see runtime.js): from either thread, once a call has left; one at a
         time (its return posts the next while calls are open)."""
         with self._pump_lock:
-            if self._park_id is not None or self.closed:
+            if self._park_id is not None:
+                self._park_again = True  # (its return parks again: see _park_returned)
+                return
+            if self.closed:
                 return
             ctx = self.ctx
             self._park_id = next(ctx._next_async_callback_id)
@@ -679,11 +685,18 @@ class Isolate:
         with self._pump_lock:
             self._park_id = None
             self._in_flight.discard(self._park_task)
-        more = False
-        with contextlib.suppress(BaseException):
+            again, self._park_again = self._park_again, False
+        more: bool | BaseException = again
+        try:
             value = raw.contents
-            more = value.type == _STRING and value.len > 0
-        self._held.append(raw)
+            if value.type == _STRING:
+                more = again or value.len > 0
+                self._held.append(raw)
+            else:  # what stopped it: a termination, or a runtime the program broke
+                ctx = self.ctx
+                ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
+        except BaseException as exc:
+            more = exc
         if not self.closed:
             with contextlib.suppress(BaseException):
                 self.park_done(more)

@@ -414,6 +414,9 @@ class Child:
         os.set_blocking(self._wake_w, False)
         self._park_lock = threading.Lock()
         self._parked = False
+        self._replies_lock = threading.Lock()
+        self._early: list[tuple[int, int, str]] = []
+        """Answers an ended run's park read for the run now in progress (see take_replies)."""
         self.probe_engine = probe_engine
         """Whether to check the engine before Ready (the pool's first child does; its
         replacements run the same binary with the same flags and skip it)."""
@@ -770,32 +773,45 @@ class Child:
         replies = self.replies
         if replies is None or state.done:
             return False
-        got = self.take_replies(state, replies)
-        if not got:
-            with self._park_lock:
-                self._parked = True
-            try:
+        with self._park_lock:  # (before the first read: a wake-up from now on is seen)
+            self._parked = True
+        try:
+            got = self.take_replies(state, replies)
+            if not got:
                 select.select([replies.fd, self._wake_r], [], [], max(timeout_s, 0.0))
-            finally:
-                with self._park_lock:
-                    self._parked = False
+                if state.done:
+                    return False
+                got = self.take_replies(state, replies)
+        finally:
+            with self._park_lock:
+                self._parked = False
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 4096)
-            got = self.take_replies(state, replies)
         return bool(got) and self.deliver_parked(state, got)
 
     def take_replies(self, state: RunState, replies: PipeFrames) -> list[list[Any]]:
         """The answers for this run the reply pipe holds now (those of an ended run are
         dropped)."""
-        got: list[list[Any]] = []
-        while True:
-            bodies = replies.read()
-            if not bodies:  # (None: the host is gone; the loop's own pipe says so)
-                return got
-            for body in bodies:
-                reply = self.decoder.decode(body)
-                if isinstance(reply, Reply) and reply.run_id == state.msg.run_id:
-                    got.append([reply.call_id, reply.body])
+        run_id = state.msg.run_id
+        with self._replies_lock:  # (a retained isolate's last park may still be reading)
+            got = [[call_id, body] for rid, call_id, body in self._early if rid == run_id]
+            if got:
+                self._early = [e for e in self._early if e[0] != run_id]
+            while True:
+                bodies = replies.read()
+                if not bodies:  # (None: the host is gone; the loop's own pipe says so)
+                    return got
+                for body in bodies:
+                    reply = self.decoder.decode(body)
+                    if not isinstance(reply, Reply):
+                        continue
+                    if reply.run_id == run_id:
+                        got.append([reply.call_id, reply.body])
+                        continue
+                    current = self.run
+                    if current is not None and current is not state and current.msg.run_id == reply.run_id:
+                        # Read by an ended run's park: kept for the run it answers.
+                        self._early.append((reply.run_id, reply.call_id, reply.body))
 
     def deliver_parked(self, state: RunState, got: list[list[Any]]) -> bool:
         """Answers read on the isolate's thread: into the inbound channel for the runtime to
@@ -822,11 +838,24 @@ class Child:
             state.paused_total += time.monotonic() - state.paused_since
             state.paused_since = None
 
-    def park_done(self, state: RunState, more: bool) -> None:
+    def park_done(self, state: RunState, more: bool | BaseException) -> None:
         """On the isolate's thread, as a park returns (before the program's continuations
-        run): park again while calls are open."""
-        if more and not state.done:
+        run): park again while calls are open. A park that failed (a program that broke
+        what the runtime delivers with) ends the run as a failed pump does: answers may be
+        lost with it, so nothing would ever settle its calls."""
+        if isinstance(more, BaseException):
+            if not state.done:
+                self.loop.call_soon_threadsafe(self.park_failed, state, more)
+        elif more and not state.done:
             state.isolate.park_soon()
+
+    def park_failed(self, state: RunState, exc: BaseException) -> None:
+        if state.done:
+            return  # (a park the run's end terminated)
+        if self.out_of_memory(state, exc):
+            self.finish_out_of_memory(state)
+        else:
+            self.finish(state, "throw", error=str(exc))
 
     def wake_park(self) -> None:
         """Bring a waiting park back to its isolate now (from the loop)."""

@@ -197,7 +197,7 @@
   const unitsToString = (function unitsToString(view, n) {
     let text = '';
     for (let i = 0; i < n; i += 8192) {
-      text += ReflectApply(fromCharCode, null, view.subarray(i, Math.min(n, i + 8192)));
+      text += ReflectApply(fromCharCode, null, view.subarray(i, n < i + 8192 ? n : i + 8192));
     }
     return text;
   });
