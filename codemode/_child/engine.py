@@ -468,9 +468,7 @@ class Isolate:
             # poll, which read the process's size themselves. A read of /proc/self/statm
             # per call saved (~6.5 us of the isolate's thread, of ~200 us a call).
             quiet = self._act_on_journal()
-            if self.sent_here:  # (calls the pump's read of the journal sent: park for them)
-                self.sent_here = False
-                self.park_soon()
+            self._await_sent(lone=False)
             return self._pump_returned(raw, quiet)
         waiting = 0
         if callback_id == self._bell_id and not self.closed:
@@ -485,12 +483,7 @@ class Isolate:
             return True
         self._guard()
         quiet = self._act_on_journal()
-        if self.sent_here:
-            # Calls left from here. The only open one's bell waits briefly for its answer,
-            # which the runtime delivers as the call returns; otherwise a park takes them.
-            self.sent_here = False
-            if not (waiting == 2 and quiet and not self.closed and self.park_wait(ALONE_WAIT_S)):
-                self.park_soon()
+        self._await_sent(lone=waiting == 2 and quiet)
         if callback_id == self._bell_id and quiet and not (self.out_of_room or self.journal_full()):
             self._held.append(raw)  # freed with the held handles, unwrapped (see _pump_returned)
             return True
@@ -645,6 +638,16 @@ class Isolate:
             out = exc
         ctx.event_loop.call_soon_threadsafe(self._pumped_on_loop, done, out)
         return True
+
+    def _await_sent(self, *, lone: bool) -> None:
+        """After calls left from this thread (:attr:`sent_here`): the bell of the program's
+        only open call (``lone``) waits briefly for its answer, which the runtime delivers
+        as the call returns; otherwise a park takes their answers."""
+        if not self.sent_here:
+            return
+        self.sent_here = False
+        if not (lone and not self.closed and self.park_wait(ALONE_WAIT_S)):
+            self.park_soon()
 
     def park_soon(self) -> None:
         """Post a park (see runtime.js): from either thread, once a call has left; one at a

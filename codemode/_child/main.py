@@ -320,8 +320,6 @@ def _well_shaped(m: Any) -> bool:
     return True
 
 
-
-
 class SentCall:
     """A tool call the isolate's thread sent to the host (``Child.send_calls_now``): the
     loop only opens it. Not JSON, so nothing the isolate writes can pose as one."""
@@ -487,11 +485,7 @@ class Child:
                 # journal's lock, so never half-written).
                 if not self.read_journal_into(state):
                     return
-                if call_id in state.open_calls:
-                    state.open_calls.discard(call_id)
-                    if not state.open_calls and state.paused_since is not None:
-                        state.paused_total += time.monotonic() - state.paused_since
-                        state.paused_since = None
+                self.close_calls(state, (call_id,))
                 state.inbox.append([call_id, body])
                 self.pump(state, journal_read=True)
             case Cancel(run_id=run_id, reason=reason):
@@ -829,14 +823,10 @@ class Child:
         return False
 
     def answered(self, state: RunState, call_ids: list[int]) -> None:
-        """On the loop: calls a park answered, for the clock that stops while calls are open."""
-        if not self.read_journal_into(state):
-            return
-        for call_id in call_ids:
-            state.open_calls.discard(call_id)
-        if not state.open_calls and state.paused_since is not None:
-            state.paused_total += time.monotonic() - state.paused_since
-            state.paused_since = None
+        """On the loop: calls a park answered, for the clock that stops while calls are open
+        (read the journal first: the calls may have been opened there)."""
+        if self.read_journal_into(state):
+            self.close_calls(state, call_ids)
 
     def park_done(self, state: RunState, more: bool | BaseException) -> None:
         """On the isolate's thread, as a park returns (before the program's continuations
@@ -1010,6 +1000,7 @@ class Child:
         whether it is all such calls (then it can wait for the loop's next read)."""
         out: list[Any] = []
         sending = True
+        sent = False
         now = time.monotonic()
         for m in messages:
             if (sending and not state.done and _well_shaped(m) and m[0] == "c"
@@ -1020,11 +1011,12 @@ class Child:
                     sending = False
                 else:
                     out.append(SentCall(m[1], now))
+                    sent = True
                     continue
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)
-        if self.replies is not None and any(isinstance(m, SentCall) for m in out):
+        if sent and self.replies is not None:
             state.isolate.sent_here = True  # (the isolate parks for their answers)
         return out, all(isinstance(m, SentCall) for m in out)
 
@@ -1033,6 +1025,18 @@ class Child:
         if isinstance(msg, Run):
             return msg.providers
         return self.handle_providers.get(msg.handle_id, ())
+
+    def close_calls(self, state: RunState, call_ids: Sequence[int]) -> None:
+        """Calls answered: with count_host_waits=False the run's clock runs again once the
+        last open call is answered (see open_call)."""
+        closed = False
+        for call_id in call_ids:
+            if call_id in state.open_calls:
+                state.open_calls.discard(call_id)
+                closed = True
+        if closed and not state.open_calls and state.paused_since is not None:
+            state.paused_total += time.monotonic() - state.paused_since
+            state.paused_since = None
 
     def open_call(self, state: RunState, call_id: int, at: float | None = None) -> None:
         """A call left for the host (``at``, if not now): with count_host_waits=False the

@@ -226,6 +226,15 @@
       }
     }
   });
+  // Answers a bell put into the inbound channel while control[1] asked it to wait for
+  // them (control[3] set: see callTool and park), delivered as that bell returns.
+  const takeWaited = (function takeWaited() {
+    control[1] = 0;
+    if (control[3] !== 0) {
+      control[3] = 0;
+      deliver();
+    }
+  });
   const pump = (function pump() {
     deliver();
     if (outbox.length === 0) return '';
@@ -343,13 +352,7 @@
     const alone = ReflectApply(MapSize, pending, []) === 1;
     if (alone) control[1] = 2;
     send(['c', id, provider, tool, argsJson]);
-    if (alone) {
-      control[1] = 0;
-      if (control[3] !== 0) {
-        control[3] = 0;
-        deliver();
-      }
-    }
+    if (alone) takeWaited();
   });
 
   const makeProvider = (name, declared) => new ProxyCtor(ObjectCreate(null), {
@@ -767,11 +770,7 @@
     control[2] = ReflectApply(MapSize, timers, []) > 0 ? 1 : 10;
     control[1] = 1;
     bell();
-    control[1] = 0;
-    if (control[3] !== 0) {
-      control[3] = 0;
-      deliver();
-    }
+    takeWaited();
     return ReflectApply(MapSize, pending, []) > 0 ? '1' : '';
   });
   const api = (function api() {
