@@ -37,7 +37,10 @@ from typing import Any
 from codemode import IsolateExecutor, tool_result
 
 HERE = Path(__file__).resolve().parent
-PROGRAMS = json.loads((HERE / "programs.json").read_text())
+PROGRAMS_PATH = Path(os.environ.get("CODEMODE_BENCH_PROGRAMS", HERE / "programs.json"))
+"""The programs both harnesses run; CODEMODE_BENCH_PROGRAMS names another file of the same
+shape (a variant of a scenario's program, to split what its cost is made of)."""
+PROGRAMS = json.loads(PROGRAMS_PATH.read_text())
 WORKERS = 2
 
 
@@ -294,7 +297,8 @@ async def tool_call_cost(runs: int) -> dict[str, Any]:
 
 
 def reference(scenario: str, n: int | None = None) -> dict[str, Any]:
-    cmd = ["node", str(HERE / "reference" / "bench.js"), "--scenario", scenario, "--workers", str(WORKERS)]
+    cmd = ["node", str(HERE / "reference" / "bench.js"), "--scenario", scenario, "--workers", str(WORKERS),
+           "--programs", str(PROGRAMS_PATH)]
     if n is not None:
         cmd += ["--n", str(n)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300).stdout
@@ -444,7 +448,8 @@ def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) 
         "ours": lambda s, n: [sys.executable, str(Path(__file__).resolve()), "--one-scenario", s,
                               "--n", str(n)],
         "reference": lambda s, n: ["node", str(HERE / "reference" / "bench.js"), "--scenario", s,
-                                   "--workers", str(WORKERS), "--n", str(n)],
+                                   "--workers", str(WORKERS), "--n", str(n),
+                                   "--programs", str(PROGRAMS_PATH)],
     }
     out: dict[str, Any] = {}
     for scenario in scenarios:

@@ -4,6 +4,7 @@ guest's world, and the sync/async facades."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -17,6 +18,7 @@ from codemode import (
     LogEntry,
     Outcome,
     SyncIsolateExecutor,
+    tool_result,
 )
 
 from .conftest import child_pids, wait_gone
@@ -255,16 +257,55 @@ TAMPERINGS = [
 
 def test_long_lines_cross_whole_however_the_program_treated_webassembly(
         executor: SyncIsolateExecutor) -> None:
-    """Long lines (a result, log lines) leave through a small WebAssembly copier that the
-    runtime makes on the first very long one (COPIER_FIRST_UNITS); a program that replaced
-    what making it reads gets the interpreter's copy instead. Either way every unit arrives (a lone surrogate as U+FFFD,
-    as everywhere else a program's text crosses)."""
+    """Long log lines leave through a small WebAssembly copier that the runtime makes on
+    the first very long one (COPIER_FIRST_UNITS); a program that replaced what making it
+    reads gets the interpreter's copy instead. (A result that long is taken from its
+    isolate: see the next test.) Either way every unit arrives (a lone surrogate as
+    U+FFFD, as everywhere else a program's text crosses)."""
     text = "é😀" * 300 + "\ufffd" + "x" * 20000
     for tampering in TAMPERINGS:
         outcome = executor.execute(LONG_LINES % tampering)
         assert outcome.error is None, (tampering, outcome.error)
         assert outcome.result == {"text": text, "more": "q" * 5000}, tampering
         assert [e.text for e in outcome.logs] == [text, "a" * 1100, "short"], tampering
+
+
+LONG_RESULT = """async () => {
+    console.log('first'); await null; console.log('second');
+    const got = await t.echo(%d);
+    console.log('third');
+    return { text: got.text + '\\ud800' };
+}"""
+
+
+@pytest.mark.parametrize("units", [238, 239, 240, 241, 300, 70_000])
+def test_a_long_result_arrives_whole_and_after_its_logs(executor: SyncIsolateExecutor, units: int) -> None:
+    """A result of 256 UTF-16 units of JSON or more waits in its isolate and the child takes
+    it as the value of a call of its own (runtime.js, finish); a shorter one comes through
+    the journal. Either way every unit arrives (a lone surrogate as U+FFFD), after every
+    log line the program wrote before it. ``units`` straddles the threshold: the JSON
+    text is ``units`` + 16 units long."""
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        [n] = json.loads(args_json)
+        return tool_result({"text": "😀" + "é" * (n - 2)})  # n UTF-16 units
+
+    outcome = executor.execute(LONG_RESULT % (units - 1), providers=[{"name": "t", "tools": ["echo"]}],
+                               dispatch=dispatch)
+    assert outcome.error is None
+    assert outcome.result == {"text": "😀" + "é" * (units - 3) + "\ufffd"}
+    assert [e.text for e in outcome.logs] == ["first", "second", "third"]
+
+
+def test_a_long_result_after_a_full_journal_arrives_after_every_log_line(
+        executor: SyncIsolateExecutor) -> None:
+    """Log lines that overflow the journal wait in the runtime's outbox, and so does the
+    word that a long result is waiting: the loop's pump takes both, in order."""
+    outcome = executor.execute(
+        "async () => { for (let i = 0; i < 4; i++) console.log(String(i).repeat(100000));"
+        " return 'r'.repeat(1000) }")
+    assert outcome.error is None
+    assert outcome.result == "r" * 1000
+    assert [e.text for e in outcome.logs] == [str(i) * 100000 for i in range(4)]
 
 
 def test_a_long_log_line_before_a_loop_that_never_yields_is_kept(executor: SyncIsolateExecutor) -> None:

@@ -345,6 +345,12 @@ class Isolate:
         self.park_done: Callable[[bool | BaseException], None] = lambda more: None
         """Set by the run: on the isolate's thread, as a park returns (``more``: calls are
         still open; or what stopped the park)."""
+        self._take_id: int | None = None
+        """The callback id of the take in the isolate (see :meth:`take_result_soon`), or None."""
+        self._take_task = 0
+        self.took: Callable[[str | BaseException], None] = lambda text: None
+        """Set by the run: on the isolate's thread, as a take returns, the result's text (or
+        what stopped the take)."""
 
     async def prepare(
         self,
@@ -396,6 +402,7 @@ class Isolate:
             ctx._wrap_raw_handle(ctx._dll.mr_get_object_item(ctx._ctx, self._argv.raw, first.raw)))
         self._this = ctx._python_to_value_handle(JSUndefined)
         self._park_this = ctx._python_to_value_handle(1)  # `this` of a park (see runtime.js)
+        self._take_this = ctx._python_to_value_handle(2)  # `this` of a take
         self._api = ctx._python_to_value_handle(api)
         # The first call is the runtime's setup, with the bell as `this`: it takes the bell
         # and returns the channel. Every later call passes `undefined` and the same array,
@@ -461,6 +468,8 @@ class Isolate:
         the program's continuation runs, so the bell of the next call comes after it)."""
         if callback_id == self._park_id:
             return self._park_returned(raw)
+        if callback_id == self._take_id:
+            return self._take_returned(raw)
         if callback_id == self._pump_id:
             # No memory guard here: the program's continuation runs after this return
             # whatever the guard finds (the pump's task is complete: there is nothing to
@@ -665,6 +674,44 @@ class Isolate:
             )
             self._in_flight.add(self._park_task)
 
+    def take_result_soon(self) -> None:
+        """Post a take (from either thread): the runtime said ``["D"]``, its result waits in
+        the isolate, and comes back as the take's value, a string the engine converts
+        natively (see runtime.js, finish), to :attr:`took` on the isolate's thread. Posted
+        from a bell, it runs right after the program's current turn, with no wake-up."""
+        with self._pump_lock:
+            if self._take_id is not None or self.closed:
+                return
+            ctx = self.ctx
+            self._take_id = next(ctx._next_async_callback_id)
+            self._take_task = ctx._dll.mr_call_function(
+                ctx._ctx, self._api.raw, self._take_this.raw, self._argv.raw, self._take_id
+            )
+            self._in_flight.add(self._take_task)
+
+    def _take_returned(self, raw: Any) -> bool:
+        """On the isolate's thread, as a take returns: its string to :attr:`took`. Always
+        True (the take's callback id is this isolate's own)."""
+        with self._pump_lock:
+            self._take_id = None
+            self._in_flight.discard(self._take_task)
+        text: str | BaseException
+        try:
+            value = raw.contents
+            if value.type == _STRING:
+                text = value.value.bytes_val[0 : value.len].decode("utf-8")
+                self._held.append(raw)
+            else:  # what stopped it: a termination
+                ctx = self.ctx
+                ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
+                text = RuntimeError("the run's result could not be taken from its isolate")
+        except BaseException as exc:
+            text = exc
+        if not self.closed:
+            with contextlib.suppress(BaseException):
+                self.took(text)
+        return True
+
     def deliver_now(self, inbox_json: str) -> bool:
         """In a bell, on the isolate's thread: put ``inbox_json`` into the inbound channel for
         the runtime to deliver as the bell returns; False if it does not fit (the loop's
@@ -716,7 +763,8 @@ class Isolate:
             task.cancel()
         with self._pump_lock:
             task_ids = [task for task, cb in ((self._pump_task, self._pump_id),
-                                              (self._park_task, self._park_id)) if cb is not None]
+                                              (self._park_task, self._park_id),
+                                              (self._take_task, self._take_id)) if cb is not None]
         for task_id in task_ids:  # (not under the lock: their callbacks take the lock)
             self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
 

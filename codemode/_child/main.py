@@ -302,6 +302,7 @@ _SHAPES: dict[str, tuple[type | tuple[type, ...], ...]] = {
     "c": (int, str, str, str),
     "f": (int, str),
     "d": ((str, type(None)),),
+    "D": (),
     "e": (str, str),
     "h": (),
 }
@@ -651,6 +652,7 @@ class Child:
         self.run = state
         isolate.on_bell = lambda: self.take_journal(state)
         isolate.act_now = lambda messages: self.send_calls_now(state, messages)
+        isolate.took = lambda text: self.loop.call_soon_threadsafe(self.took, state, text)
         if self.replies is not None:
             isolate.park_wait = lambda timeout_s: self.park_wait(state, timeout_s)
             isolate.park_done = lambda more: self.park_done(state, more)
@@ -847,6 +849,17 @@ class Child:
         else:
             self.finish(state, "throw", error=str(exc))
 
+    def took(self, state: RunState, text: str | BaseException) -> None:
+        """On the loop: the result a take brought from the isolate (see runtime.js, finish),
+        acted on as its ``["d", text]`` line would be, after what the journal held before
+        it; or what stopped the take."""
+        if state.done:
+            return
+        if isinstance(text, BaseException):
+            self.park_failed(state, text)
+        elif self.read_journal_into(state):
+            self.take_messages(state, [["d", text]])
+
     def wake_park(self) -> None:
         """Bring a waiting park back to its isolate now (from the loop)."""
         with self._park_lock:
@@ -943,6 +956,8 @@ class Child:
                     self.finish(state, "ceiling", error=text)
                 else:
                     self.finish(state, "ok", result_json=result)
+            elif tag == "D":
+                state.isolate.take_result_soon()
             elif tag == "e":
                 kind = m[2] if m[2] in ("ceiling", "memory") else "throw"
                 self.finish(state, kind, error=m[1])
@@ -1013,6 +1028,11 @@ class Child:
                     out.append(SentCall(m[1], now))
                     sent = True
                     continue
+            if m == ["D"] and not state.done:
+                # The result waits in the isolate: the take posted now runs as soon as the
+                # program's turn ends, and its return brings the result (see took).
+                state.isolate.take_result_soon()
+                continue
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)
