@@ -606,8 +606,10 @@
   // the value of a call of its own (api with `this` 2, see take), which the engine turns
   // into Python text natively. Copied into the journal, each unit costs this interpreter
   // ~600 instructions in a fresh isolate, on top of escaping the JSON text once more for
-  // its line: the 1 KB result of the benchmark's (b) cost a run ~1.3 M of ~12 M.
-  const TAKE_MIN = 256;
+  // its line: the 1 KB result of the benchmark's (b) cost a run ~1.3 M of ~12 M. The take
+  // costs about what ~40 units do (measured under callgrind: at 25 units either way is
+  // the same, at 80 the take saves ~140 k instructions, at 225 ~260 k).
+  const TAKE_MIN = 64;
   let resultText = null;
   const finish = (function finish(msg) {
     if (finished) return;
