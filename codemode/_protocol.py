@@ -254,6 +254,9 @@ class PipeFrames:
         self._splitter = FrameSplitter()
         self._chunk = bytearray(READ_CHUNK)
         self._view = memoryview(self._chunk)
+        self.drained = True
+        """Whether the last read took all the pipe held (it filled less than its chunk): a
+        reader that drains the pipe need not read again to learn that it is empty."""
 
     def read(self) -> list[bytes] | None:
         """The bodies of the frames that what the pipe holds now completes (``[]`` when it
@@ -261,9 +264,11 @@ class PipeFrames:
         try:
             n = os.readv(self.fd, [self._chunk])
         except BlockingIOError:
+            self.drained = True
             return []
         except OSError:
             return None
         if n == 0:
             return None
+        self.drained = n < len(self._chunk)
         return self._splitter.feed(self._view[:n])

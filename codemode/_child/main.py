@@ -413,6 +413,8 @@ class Child:
         os.set_blocking(self._wake_w, False)
         self._park_lock = threading.Lock()
         self._parked = False
+        self._woken = False
+        """A wake-up was written while parked: the park's end reads it off the wake pipe."""
         self._replies_lock = threading.Lock()
         self._early: list[tuple[int, int, str]] = []
         """Answers an ended run's park read for the run now in progress (see take_replies)."""
@@ -769,10 +771,13 @@ class Child:
         replies = self.replies
         if replies is None or state.done:
             return False
-        with self._park_lock:  # (before the first read: a wake-up from now on is seen)
+        with self._park_lock:  # (before the wait: a wake-up from now on is seen)
             self._parked = True
         try:
-            got = self.take_replies(state, replies)
+            # Answers an ended run's park kept for this one; the pipe itself is looked at
+            # by the wait, which returns at once if it holds something (a read first would
+            # cost every call a system call and an exception for nothing).
+            got = self.take_replies(state, replies, read=False)
             if not got:
                 select.select([replies.fd, self._wake_r], [], [], max(timeout_s, 0.0))
                 if state.done:
@@ -781,19 +786,22 @@ class Child:
         finally:
             with self._park_lock:
                 self._parked = False
-            with contextlib.suppress(BlockingIOError):
-                os.read(self._wake_r, 4096)
+                woken, self._woken = self._woken, False
+            if woken:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_r, 4096)
         return bool(got) and self.deliver_parked(state, got)
 
-    def take_replies(self, state: RunState, replies: PipeFrames) -> list[list[Any]]:
+    def take_replies(self, state: RunState, replies: PipeFrames, *, read: bool = True) -> list[list[Any]]:
         """The answers for this run the reply pipe holds now (those of an ended run are
-        dropped)."""
+        dropped), and those an ended run's park kept for it; only those with ``read``
+        False. The pipe is read until a read leaves it empty."""
         run_id = state.msg.run_id
         with self._replies_lock:  # (a retained isolate's last park may still be reading)
             got = [[call_id, body] for rid, call_id, body in self._early if rid == run_id]
             if got:
                 self._early = [e for e in self._early if e[0] != run_id]
-            while True:
+            while read:
                 bodies = replies.read()
                 if not bodies:  # (None: the host is gone; the loop's own pipe says so)
                     return got
@@ -808,6 +816,9 @@ class Child:
                     if current is not None and current is not state and current.msg.run_id == reply.run_id:
                         # Read by an ended run's park: kept for the run it answers.
                         self._early.append((reply.run_id, reply.call_id, reply.body))
+                if replies.drained:
+                    break
+            return got
 
     def deliver_parked(self, state: RunState, got: list[list[Any]]) -> bool:
         """Answers read on the isolate's thread: into the inbound channel for the runtime to
@@ -864,6 +875,7 @@ class Child:
         """Bring a waiting park back to its isolate now (from the loop)."""
         with self._park_lock:
             if self._parked:
+                self._woken = True
                 with contextlib.suppress(BlockingIOError):
                     os.write(self._wake_w, b".")
 
