@@ -848,11 +848,12 @@ class Child:
         lost with it, so nothing would ever settle its calls."""
         if isinstance(more, BaseException):
             if not state.done:
-                self.loop.call_soon_threadsafe(self.park_failed, state, more)
+                self.loop.call_soon_threadsafe(self.task_failed, state, more)
         elif more and not state.done:
             state.isolate.park_soon()
 
-    def park_failed(self, state: RunState, exc: BaseException) -> None:
+    def task_failed(self, state: RunState, exc: BaseException) -> None:
+        """A park or a take failed: the run ends with what stopped it."""
         if state.done:
             return  # (a park the run's end terminated)
         if self.out_of_memory(state, exc):
@@ -867,7 +868,7 @@ class Child:
         if state.done:
             return
         if isinstance(text, BaseException):
-            self.park_failed(state, text)
+            self.task_failed(state, text)
         elif self.read_journal_into(state):
             self.take_messages(state, [["d", text]])
 

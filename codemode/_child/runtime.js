@@ -630,7 +630,7 @@
   const take = (function take() {
     const text = resultText;
     resultText = null;
-    return text === null ? '' : text;
+    return text;  // (null only if asked twice: the child then ends the run with an error)
   });
 
   const isHandler = (v) => typeof v === 'function' ||
