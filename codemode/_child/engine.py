@@ -603,15 +603,10 @@ class Isolate:
             return
         self._put(data, units)
         struct.pack_into("<i", self._control, 0, _PUMP)
-        ctx = self.ctx
         with self._pump_lock:  # the return may come to the isolate's thread before the id is kept
             self._pump_done = pumped
             self._pump_quiet = quiet
-            self._pump_id = next(ctx._next_async_callback_id)
-            self._pump_task = ctx._dll.mr_call_function(
-                ctx._ctx, self._api.raw, self._this.raw, self._argv.raw, self._pump_id
-            )
-            self._in_flight.add(self._pump_task)
+            self._post_call(self._this, "_pump")
         if len(self._held) >= _FREE_AFTER:
             self._free_held()
 
@@ -667,12 +662,18 @@ class Isolate:
                 return
             if self.closed:
                 return
-            ctx = self.ctx
-            self._park_id = next(ctx._next_async_callback_id)
-            self._park_task = ctx._dll.mr_call_function(
-                ctx._ctx, self._api.raw, self._park_this.raw, self._argv.raw, self._park_id
-            )
-            self._in_flight.add(self._park_task)
+            self._post_call(self._park_this, "_park")
+
+    def _post_call(self, this: Any, name: str) -> None:
+        """Post a call of the runtime's ``api`` with ``this`` (under the pump lock), keeping
+        its callback id in ``<name>_id``, set before the call can return to the isolate's
+        thread (which looks for it there), and its task in ``<name>_task``."""
+        ctx = self.ctx
+        callback_id = next(ctx._next_async_callback_id)
+        setattr(self, f"{name}_id", callback_id)
+        task = ctx._dll.mr_call_function(ctx._ctx, self._api.raw, this.raw, self._argv.raw, callback_id)
+        setattr(self, f"{name}_task", task)
+        self._in_flight.add(task)
 
     def take_result_soon(self) -> None:
         """Post a take (from either thread): the runtime said ``["D"]``, its result waits in
@@ -682,12 +683,7 @@ class Isolate:
         with self._pump_lock:
             if self._take_id is not None or self.closed:
                 return
-            ctx = self.ctx
-            self._take_id = next(ctx._next_async_callback_id)
-            self._take_task = ctx._dll.mr_call_function(
-                ctx._ctx, self._api.raw, self._take_this.raw, self._argv.raw, self._take_id
-            )
-            self._in_flight.add(self._take_task)
+            self._post_call(self._take_this, "_take")
 
     def _take_returned(self, raw: Any) -> bool:
         """On the isolate's thread, as a take returns: its string to :attr:`took`. Always
@@ -695,22 +691,29 @@ class Isolate:
         with self._pump_lock:
             self._take_id = None
             self._in_flight.discard(self._take_task)
-        text: str | BaseException
+        text: str | BaseException | None
         try:
-            value = raw.contents
-            if value.type == _STRING:
-                text = value.value.bytes_val[0 : value.len].decode("utf-8")
-                self._held.append(raw)
-            else:  # what stopped it: a termination
-                ctx = self.ctx
-                ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
-                text = RuntimeError("the run's result could not be taken from its isolate")
-        except BaseException as exc:
+            text = self._text_or_raise(raw)
+        except BaseException as exc:  # what stopped it: a termination
             text = exc
+        if text is None:
+            text = RuntimeError("the run's result could not be taken from its isolate")
         if not self.closed:
             with contextlib.suppress(BaseException):
                 self.took(text)
         return True
+
+    def _text_or_raise(self, raw: Any) -> str | None:
+        """The string a park or a take returned (its handle held, to be freed with the
+        others), or None for any other value; raises what stopped the call (a
+        termination, a runtime the program broke)."""
+        value = raw.contents
+        if value.type == _STRING:
+            self._held.append(raw)
+            return str(value.value.bytes_val[0 : value.len].decode("utf-8"))
+        ctx = self.ctx
+        ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
+        return None
 
     def deliver_now(self, inbox_json: str) -> bool:
         """In a bell, on the isolate's thread: put ``inbox_json`` into the inbound channel for
@@ -736,15 +739,9 @@ class Isolate:
             self._park_id = None
             self._in_flight.discard(self._park_task)
             again, self._park_again = self._park_again, False
-        more: bool | BaseException = again
+        more: bool | BaseException
         try:
-            value = raw.contents
-            if value.type == _STRING:
-                more = again or value.len > 0
-                self._held.append(raw)
-            else:  # what stopped it: a termination, or a runtime the program broke
-                ctx = self.ctx
-                ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
+            more = bool(self._text_or_raise(raw)) or again
         except BaseException as exc:
             more = exc
         if not self.closed:
