@@ -24,7 +24,7 @@ import msgspec
 
 from ._request import Provider
 
-__all__ = ["RunThreads", "ToolRegistry", "call_dispatch", "dispatch_threads", "tool_error",
+__all__ = ["Dispatcher", "RunThreads", "ToolRegistry", "dispatch_threads", "tool_error",
            "tool_result"]
 
 log = logging.getLogger("codemode.tools")
@@ -114,7 +114,9 @@ def tool_error(message: str) -> str:
 
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=False):
-    result: Any = msgspec.UNSET
+    # The result is checked to be JSON, not built into Python objects: the envelope goes on
+    # as the dispatch wrote it (for a 1 KB result, 2 us against 8 us a reply, here).
+    result: msgspec.Raw = msgspec.UNSET
     error: str | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -122,66 +124,80 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 
 def _checked(provider: str, tool: str, reply: object, max_bytes: int) -> str:
-    name = f"{provider}.{tool}"
     if not isinstance(reply, str):
         return tool_error(
-            f"The tool {name} failed in the host: its dispatch returned {type(reply).__name__}, "
-            'not an envelope string like {"result": ...}.'
+            f"The tool {provider}.{tool} failed in the host: its dispatch returned "
+            f'{type(reply).__name__}, not an envelope string like {{"result": ...}}.'
         )
-    if len(reply) > max_bytes or len(reply.encode("utf-8", "surrogatepass")) > max_bytes:
+    # (A character is at most 4 bytes of UTF-8: a short reply needs no encoding to measure.)
+    if len(reply) * 4 > max_bytes and (
+            len(reply) > max_bytes or len(reply.encode("utf-8", "surrogatepass")) > max_bytes):
         return tool_error(
-            f"The tool {name} answered with more than the {max_bytes}-byte ceiling on one "
-            "message. Ask it for less per call (page, filter or summarize)."
+            f"The tool {provider}.{tool} answered with more than the {max_bytes}-byte ceiling "
+            "on one message. Ask it for less per call (page, filter or summarize)."
         )
     try:
         envelope = _envelope_decoder.decode(reply)
     except msgspec.DecodeError:
         return tool_error(
-            f"The tool {name} failed in the host: its dispatch returned text that is not a JSON "
-            'envelope ({"result": ...} or {"error": "..."}).'
+            f"The tool {provider}.{tool} failed in the host: its dispatch returned text that is "
+            'not a JSON envelope ({"result": ...} or {"error": "..."}).'
         )
     if envelope.error is msgspec.UNSET and envelope.result is msgspec.UNSET:
         return tool_error(
-            f"The tool {name} failed in the host: its envelope has neither \"result\" nor \"error\"."
+            f"The tool {provider}.{tool} failed in the host: its envelope has neither "
+            '"result" nor "error".'
         )
     return reply
 
 
-async def call_dispatch(
-    dispatch: Callable[[str, str, str], Any] | None,
-    provider: str,
-    tool: str,
-    args_json: str,
-    max_bytes: int,
-    threads: RunThreads,
-) -> str:
-    """Run the host's dispatch for one call and always come back with a valid envelope.
+def _is_async(dispatch: Callable[[str, str, str], Any]) -> bool:
+    return inspect.iscoroutinefunction(dispatch) or inspect.iscoroutinefunction(
+        getattr(dispatch, "__call__", None)  # noqa: B004
+    )
+
+
+class Dispatcher:
+    """One run's way to the host's dispatch, which always comes back with a valid envelope.
 
     Async dispatch runs on the loop; sync dispatch runs in a thread (the run's share,
-    ``threads``), so calls a program makes with ``Promise.all`` run concurrently in the host.
-    """
-    if dispatch is None:
-        return tool_error(f"No tools are served to this run, so {provider}.{tool} cannot be called.")
-    try:
-        if inspect.iscoroutinefunction(dispatch) or inspect.iscoroutinefunction(
-            getattr(dispatch, "__call__", None)  # noqa: B004
-        ):
-            reply = await dispatch(provider, tool, args_json)
-        else:
-            call = functools.partial(contextvars.copy_context().run, dispatch, provider, tool,
-                                     args_json)
-            reply = await asyncio.get_running_loop().run_in_executor(threads, call)
-            if inspect.isawaitable(reply):
-                reply = await reply
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        log.warning("dispatch for %s.%s raised", provider, tool, exc_info=True)
-        return tool_error(
-            f"The tool {provider}.{tool} failed in the host ({type(exc).__name__}). "
-            "Try another approach, or report that this tool is failing."
-        )
-    return _checked(provider, tool, reply, max_bytes)
+    ``threads``), so calls a program makes with ``Promise.all`` run concurrently in the
+    host. Which of the two a dispatch is, is looked at once, when the run starts: every
+    tool call of a run takes this path (on this machine the host's part of a relayed call
+    is ~100 us, more than the child's isolate spends on it)."""
+
+    __slots__ = ("_async", "_dispatch", "_max_bytes", "_threads")
+
+    def __init__(self, dispatch: Callable[[str, str, str], Any] | None, max_bytes: int,
+                 threads: RunThreads) -> None:
+        self._dispatch = dispatch
+        self._async = dispatch is not None and _is_async(dispatch)
+        self._max_bytes = max_bytes
+        self._threads = threads
+
+    async def call(self, provider: str, tool: str, args_json: str) -> str:
+        """The envelope for one call: the dispatch's, checked, or one that says what failed."""
+        dispatch = self._dispatch
+        if dispatch is None:
+            return tool_error(f"No tools are served to this run, so {provider}.{tool} cannot be called.")
+        try:
+            if self._async:
+                reply = await dispatch(provider, tool, args_json)
+            else:
+                call = functools.partial(contextvars.copy_context().run, dispatch, provider, tool,
+                                         args_json)
+                reply = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("dispatch for %s.%s raised", provider, tool, exc_info=True)
+            return tool_error(
+                f"The tool {provider}.{tool} failed in the host ({type(exc).__name__}). "
+                "Try another approach, or report that this tool is failing."
+            )
+        return _checked(provider, tool, reply, self._max_bytes)
 
 
 ToolFunction = Callable[..., Any]

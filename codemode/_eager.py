@@ -23,10 +23,10 @@ EAGER = sys.version_info >= (3, 12)
 """Whether tasks started here run their first step at once."""
 
 
-def start_task(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    """A task for ``coro`` on the running loop, started eagerly where Python can (it may be
-    done already when this returns)."""
-    loop = asyncio.get_running_loop()
+def start_task(coro: Coroutine[Any, Any, None], loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
+    """A task for ``coro`` on ``loop``, the running loop (passed: on 3.11, asking for the
+    running loop costs a ``getpid`` system call), started eagerly where Python can (it may
+    be done already when this returns)."""
     if EAGER:
         return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
     return loop.create_task(coro)

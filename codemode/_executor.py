@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import msgspec
@@ -34,7 +34,7 @@ from ._config import (
     ExecutorConfig,
     PoolConfig,
 )
-from ._dispatch import RunThreads, call_dispatch, dispatch_threads
+from ._dispatch import Dispatcher, RunThreads, dispatch_threads
 from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
     DEFAULT_HANDLE_IDLE_TTL_S,
@@ -306,10 +306,10 @@ class IsolateExecutor:
         deadline = started_at + msg.timeout_ms / 1000
 
         threads = RunThreads(self._dispatch_threads)
+        dispatcher = Dispatcher(request.dispatch, max_bytes, threads)
 
-        async def on_call(call: Call) -> str:
-            return await call_dispatch(request.dispatch, call.provider, call.tool, call.args_json,
-                                       max_bytes, threads)
+        def on_call(call: Call) -> Awaitable[str]:  # (the dispatcher's coroutine, not one more)
+            return dispatcher.call(call.provider, call.tool, call.args_json)
 
         fetch_slots = Turns(MAX_FETCHES_IN_FLIGHT)
 

@@ -225,23 +225,41 @@ class FrameSplitter:
         self._buffer = bytearray()
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Append ``data``; return the bodies of the frames it completed, in order."""
+        """Append ``data``; return the bodies of the frames it completed, in order.
+
+        With nothing held from before (the usual case: a read brings whole frames), the
+        frames are cut from ``data`` itself and only a partial one is kept: each body is
+        copied once, not into the buffer, out of it, and once more by the slice."""
         buffer = self._buffer
-        buffer += data
-        bodies: list[bytes] = []
-        start = 0
-        while len(buffer) - start >= FRAME_HEADER.size:
-            (size,) = FRAME_HEADER.unpack_from(buffer, start)
-            if size > MAX_FRAME_BYTES:
-                raise FrameTooLarge(f"a frame of {size} bytes, above the protocol's limit")
-            end = start + FRAME_HEADER.size + size
-            if len(buffer) < end:
-                break
-            bodies.append(bytes(buffer[start + FRAME_HEADER.size : end]))
-            start = end
-        if start:
+        if buffer:
+            buffer += data
+            with memoryview(buffer) as view:
+                bodies, start = _cut(view)
             del buffer[:start]
+            return bodies
+        with memoryview(data) as view:
+            bodies, start = _cut(view)
+            if start < len(view):
+                buffer += view[start:]
         return bodies
+
+
+def _cut(view: memoryview) -> tuple[list[bytes], int]:
+    """The bodies of the whole frames at the start of ``view``, and where they end."""
+    bodies: list[bytes] = []
+    header = FRAME_HEADER.size
+    total = len(view)
+    start = 0
+    while total - start >= header:
+        (size,) = FRAME_HEADER.unpack_from(view, start)
+        if size > MAX_FRAME_BYTES:
+            raise FrameTooLarge(f"a frame of {size} bytes, above the protocol's limit")
+        end = start + header + size
+        if total < end:
+            break
+        bodies.append(bytes(view[start + header : end]))
+        start = end
+    return bodies, start
 
 
 class PipeFrames:

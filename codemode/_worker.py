@@ -202,7 +202,9 @@ class Worker:
         self._frames_fd: int | None = None
         """The child's protocol pipe, read by the loop itself (see _read_frames)."""
         self._stderr: asyncio.StreamReader | None = None
-        self.ready: asyncio.Future[Ready] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        """The loop this worker's pipes and tasks belong to."""
+        self.ready: asyncio.Future[Ready] = self._loop.create_future()
         self.run: ActiveRun | None = None
         self.alive = False
         self.recycling = False
@@ -254,7 +256,7 @@ class Worker:
             )
             self.pid = self.proc.pid
             self.alive = True
-            loop = asyncio.get_running_loop()
+            loop = self._loop
             self._stdin, _ = await loop.connect_write_pipe(
                 asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
             self._frames_fd = ours.pop(0)
@@ -458,14 +460,14 @@ class Worker:
 
     def _handle(self, message: ChildMessage) -> None:
         match message:
+            case Call():  # (first: one per tool call, the most frequent message by far)
+                self._on_call(message)
             case Ready():
                 if not self.ready.done():
                     self.ready.set_result(message)
             case Started(run_id=run_id):
                 if self.run is not None and self.run.msg.run_id == run_id:
                     self.run.started = True
-            case Call():
-                self._on_call(message)
             case Fetch():
                 self._on_fetch(message)
             case Done():
@@ -554,7 +556,7 @@ class Worker:
         if active.line or active.started_this_turn >= CALLS_STARTED_PER_TURN:
             active.line.append((call_id, serve))
             if active.next_turn is None:
-                active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
+                active.next_turn = self._loop.call_soon(self._new_turn, active)
         else:
             active.started_this_turn += 1
             self._answer(active, call_id, serve)
@@ -571,7 +573,7 @@ class Worker:
             active.started_this_turn += 1
             self._answer(active, call_id, serve)
         if active.line:
-            active.next_turn = asyncio.get_running_loop().call_soon(self._new_turn, active)
+            active.next_turn = self._loop.call_soon(self._new_turn, active)
 
     def _answer(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
         """Serve one call in a task of its own and send its reply. The task is started
@@ -594,7 +596,7 @@ class Worker:
                 if task is not None:
                     active.tasks.discard(task)
 
-        task = start_task(answer())
+        task = start_task(answer(), self._loop)
         if not task.done():
             active.tasks.add(task)
 

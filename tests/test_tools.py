@@ -338,6 +338,8 @@ def test_a_dispatch_that_returns_garbage_rejects_clearly(executor: SyncIsolateEx
         "number": 42,
         "noenvelope": '{"data": 1}',
         "none": None,
+        "brokenresult": '{"result": [1, }',  # (the result is checked as JSON, not decoded)
+        "trailing": '{"result": 1} and more',
     }
 
     def dispatch(provider: str, tool: str, args_json: str) -> object:
@@ -357,6 +359,16 @@ def test_an_oversized_tool_reply_is_refused(executor: SyncIsolateExecutor) -> No
     outcome = executor.execute(
         "async () => store.big()", providers=[{"name": "store", "tools": ["big"]}],
         dispatch=lambda p, t, a: tool_result("x" * (2 * 1024 * 1024)),
+    )
+    assert outcome.error is not None and "ceiling" in outcome.error
+
+
+def test_a_tool_reply_over_the_ceiling_in_bytes_but_not_in_characters_is_refused(
+        executor: SyncIsolateExecutor) -> None:
+    # 600,000 characters, 1.8 MB of UTF-8: the ceiling (1 MiB) counts bytes.
+    outcome = executor.execute(
+        "async () => store.big()", providers=[{"name": "store", "tools": ["big"]}],
+        dispatch=lambda p, t, a: tool_result("\u20ac" * 600_000),
     )
     assert outcome.error is not None and "ceiling" in outcome.error
 

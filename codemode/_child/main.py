@@ -444,11 +444,13 @@ class Child:
 
     def send(self, message: Any) -> None:
         data = encode_frame(message)
-        view = memoryview(data)
         with self._send_lock:  # one whole frame at a time
-            while view:
-                n = os.write(self.proto_out, view)
-                view = view[n:]
+            n = os.write(self.proto_out, data)
+            if n < len(data):  # (a pipe takes a small frame whole: the rest is rare)
+                view = memoryview(data)[n:]
+                while view:
+                    n = os.write(self.proto_out, view)
+                    view = view[n:]
 
     async def read_messages(self) -> None:
         """Act on the host's frames as they arrive, for as long as the host is there.
@@ -798,9 +800,11 @@ class Child:
         False. The pipe is read until a read leaves it empty."""
         run_id = state.msg.run_id
         with self._replies_lock:  # (a retained isolate's last park may still be reading)
-            got = [[call_id, body] for rid, call_id, body in self._early if rid == run_id]
-            if got:
-                self._early = [e for e in self._early if e[0] != run_id]
+            got: list[list[Any]] = []
+            if self._early:
+                got = [[call_id, body] for rid, call_id, body in self._early if rid == run_id]
+                if got:
+                    self._early = [e for e in self._early if e[0] != run_id]
             while read:
                 bodies = replies.read()
                 if not bodies:  # (None: the host is gone; the loop's own pipe says so)

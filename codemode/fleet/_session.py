@@ -33,7 +33,7 @@ import redis.asyncio as aioredis
 from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
 
 from .. import _texts
-from .._dispatch import RunThreads, call_dispatch
+from .._dispatch import Dispatcher, RunThreads
 from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_from_data
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
@@ -114,6 +114,7 @@ class JobSession:
         self.start_by_monotonic = start_by_monotonic
         self.threads = threads
         """This job's share of the host's threads for sync dispatch calls."""
+        self.dispatcher = Dispatcher(request.dispatch, max_message_bytes, threads)
         self.target = target
         """``(worker id, its liveness key)`` when only that worker can take the job (an
         invocation): while queued, a missing key means the job will never start."""
@@ -297,10 +298,7 @@ class JobSession:
             log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
 
     async def _serve_call(self, call: ToolCall) -> None:
-        envelope = await call_dispatch(
-            self.request.dispatch, call.provider, call.tool, call.args_json,
-            self.max_message_bytes, self.threads,
-        )
+        envelope = await self.dispatcher.call(call.provider, call.tool, call.args_json)
         await self._reply(ToolReply(call.call_id, envelope))
 
     async def _serve_fetch(self, call: FetchCall) -> None:
