@@ -45,6 +45,9 @@ def test_only_messages_of_a_known_shape_are_acted_on() -> None:
         ["c", 1, "store", "get"],  # a field short
         ["c", 1, "store", "get", "[]", "extra"],
         ["c", "1", "store", "get", "[]"],
+        ["c", 1.5, "store", "get", "[]"],  # nor is a float
+        [["c"], 1, "store", "get", "[]"],  # a tag that is not a string (nor hashable)
+        ["l", "log", None],
         ["d", 42],
         ["zz", 1],
         [],

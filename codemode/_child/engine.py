@@ -24,6 +24,7 @@ script evaluation (the runtime's boot call, whose value is the argument array), 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import ctypes
 import itertools
@@ -823,7 +824,8 @@ class Isolate:
             return []
         raw = bytes(view[_JOURNAL_HEADER + 2 * self._journal_read : _JOURNAL_HEADER + 2 * written])
         self._journal_read = written
-        return decode_lines(raw.decode("utf-16-le", "surrogatepass"))
+        # (the codec's own function: bytes.decode reaches UTF-16-LE through a Python wrapper)
+        return decode_lines(codecs.utf_16_le_decode(raw, "surrogatepass", True)[0])
 
     def answer_sync(self, seq: int, text: str) -> None:
         """Answer the isolate's synchronous request ``seq`` (it polls the sequence word)."""

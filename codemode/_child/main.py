@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import resource
@@ -296,28 +297,31 @@ TAMPERED = (
     "The run's runtime was tampered with: a message it sent is malformed, so the run was "
     "stopped. Leave the runtime's own objects alone."
 )
-_SHAPES: dict[str, tuple[type | tuple[type, ...], ...]] = {
-    "l": (str, str),
-    "s": (int, str),
-    "c": (int, str, str, str),
-    "f": (int, str),
+_SHAPES: dict[str, tuple[tuple[type, ...], ...]] = {
+    "l": ((str,), (str,)),
+    "s": ((int,), (str,)),
+    "c": ((int,), (str,), (str,), (str,)),
+    "f": ((int,), (str,)),
     "d": ((str, type(None)),),
     "D": (),
-    "e": (str, str),
+    "e": ((str,), (str,)),
     "h": (),
 }
+"""Each message's types after its tag, exactly: lines are decoded to plain lists, strings
+and ints (``type(v) is int`` also keeps ``true`` out, which ``isinstance`` lets in)."""
 
 
 def _well_shaped(m: Any) -> bool:
-    if not isinstance(m, list) or not m or not isinstance(m[0], str):
+    if type(m) is not list or not m or type(m[0]) is not str:
         return False
     shape = _SHAPES.get(m[0])
     if shape is None or len(m) != len(shape) + 1:
         return False
-    for i, kind in enumerate(shape, 1):  # (a loop: every tool call's line comes through here)
-        v = m[i]
-        if not isinstance(v, kind) or isinstance(v, bool):
+    i = 1
+    for kinds in shape:  # (every tool call's line comes through here)
+        if type(m[i]) not in kinds:
             return False
+        i += 1
     return True
 
 
@@ -555,9 +559,9 @@ class Child:
 
     def near_data_limit(self, data_bytes: int | None = None) -> bool:
         """Whether this process is within DATA_HEADROOM of its data limit (``data_bytes``: its
-        data segment as just read, else read now)."""
+        data segment as just read, else read now: the memory guard asks at every bell)."""
         if data_bytes is None:
-            data_bytes = _rss_and_data_bytes()[1]
+            data_bytes = int(_statm()[5]) * _PAGE
         return data_bytes > self.data_alarm
 
     def prepare_spare(self) -> None:
@@ -654,12 +658,14 @@ class Child:
             begin = isolate.start
         state = RunState(msg, isolate)
         self.run = state
-        isolate.on_bell = lambda: self.take_journal(state)
-        isolate.act_now = lambda messages: self.send_calls_now(state, messages)
+        # (partials, not lambdas: act_now and park_wait are on every tool call's path, and a
+        # partial adds no Python frame)
+        isolate.on_bell = functools.partial(self.take_journal, state)
+        isolate.act_now = functools.partial(self.send_calls_now, state)
         isolate.took = lambda text: self.loop.call_soon_threadsafe(self.took, state, text)
         if self.replies is not None:
-            isolate.park_wait = lambda timeout_s: self.park_wait(state, timeout_s)
-            isolate.park_done = lambda more: self.park_done(state, more)
+            isolate.park_wait = functools.partial(self.park_wait, state)
+            isolate.park_done = functools.partial(self.park_done, state)
         self.check_clock(state)
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
         if self.mark is not None:
@@ -779,7 +785,7 @@ class Child:
             # Answers an ended run's park kept for this one; the pipe itself is looked at
             # by the wait, which returns at once if it holds something (a read first would
             # cost every call a system call and an exception for nothing).
-            got = self.take_replies(state, replies, read=False)
+            got = self.take_replies(state, replies, read=False) if self._early else []
             if not got:
                 select.select([replies.fd, self._wake_r], [], [], max(timeout_s, 0.0))
                 if state.done:
@@ -1033,6 +1039,7 @@ class Child:
         out: list[Any] = []
         sending = True
         sent = False
+        only_sent = True
         now = time.monotonic()
         for m in messages:
             if (sending and not state.done and _well_shaped(m) and m[0] == "c"
@@ -1053,9 +1060,10 @@ class Child:
             if not (isinstance(m, list) and m and m[0] == "l"):
                 sending = False
             out.append(m)
+            only_sent = False
         if sent and self.replies is not None:
             state.isolate.sent_here = True  # (the isolate parks for their answers)
-        return out, all(isinstance(m, SentCall) for m in out)
+        return out, only_sent
 
     def providers_of(self, state: RunState) -> tuple[Provider, ...]:
         msg = state.msg
