@@ -10,6 +10,12 @@
     python benchmarks/bench.py --cpu-vs-reference --n 400  # CPU per run, ours / the reference's
     python benchmarks/bench.py --env-ab CODEMODE_CHILD_SNAPSHOT=on,off  # a child setting, A/B
     python benchmarks/bench.py --env-ab CODEMODE_LOOP=uvloop,asyncio --ab-program toolrt
+    python benchmarks/bench.py --reference --host-loop uvloop   # the host (this process) on uvloop
+
+The host's event loop is the application's, not codemode's: the default runs this harness on
+asyncio's own loop, as an application that installs nothing else does; ``--host-loop uvloop``
+runs it on uvloop (libuv, the loop the reference's Node parent runs on), as an application
+served by uvicorn with its default extras does. Each child runs uvloop either way.
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
@@ -42,6 +48,8 @@ PROGRAMS_PATH = Path(os.environ.get("CODEMODE_BENCH_PROGRAMS", HERE / "programs.
 shape (a variant of a scenario's program, to split what its cost is made of)."""
 PROGRAMS = json.loads(PROGRAMS_PATH.read_text())
 WORKERS = 2
+HOST_LOOP = "asyncio"
+"""This process's event loop (``--host-loop``), recorded with every result."""
 
 
 async def dispatch(provider: str, tool: str, args_json: str) -> str:
@@ -85,10 +93,28 @@ async def latency_and_throughput(ex: IsolateExecutor, name: str, n: int) -> dict
             done += 1
             await ex.execute(program["code"], **kwargs)
 
+    busy_before, host_before = _machine_ticks(), time.process_time()
     t = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(concurrency)))
     wall = time.perf_counter() - t
-    return {**summary(latencies), "throughput_per_s": n / wall, "n": n, "latencies_ms": latencies}
+    host_ms = (time.process_time() - host_before) / n * 1e3
+    return {**summary(latencies), "throughput_per_s": n / wall, "n": n, "latencies_ms": latencies,
+            "concurrent_host_cpu_ms_per_run": host_ms,
+            "concurrent_machine_busy": _busy_since(busy_before)}
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """The machine's idle and total CPU ticks so far (/proc/stat's first line)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[3] + fields[4], sum(fields)
+
+
+def _busy_since(before: tuple[int, int]) -> float:
+    """The share of the machine's CPU time that was busy since ``before``: where a design's
+    throughput falls short of its CPU per run, this says whether its cores sat idle."""
+    idle, total = _machine_ticks()
+    return 1 - (idle - before[0]) / max(1, total - before[1])
 
 
 async def tool_round_trip(ex: IsolateExecutor) -> dict[str, Any]:
@@ -179,8 +205,11 @@ def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     median of the rounds' (each round's figure kept beside it)."""
     latencies = [x for r in rounds for x in r["latencies_ms"]]
     throughputs = [r["throughput_per_s"] for r in rounds]
+    shares = {f"{key}_rounds": [r[key] for r in rounds if key in r]
+              for key in ("concurrent_host_cpu_ms_per_run", "concurrent_machine_busy")}
     return {**rounds[-1], **summary(latencies), "latencies_ms": latencies, "n": len(latencies),
-            "throughput_per_s": statistics.median(throughputs), "throughput_rounds": throughputs}
+            "throughput_per_s": statistics.median(throughputs), "throughput_rounds": throughputs,
+            **shares}
 
 
 async def run_all(n: int, with_reference: bool, rounds: int = 1) -> dict[str, Any]:
@@ -311,6 +340,7 @@ def machine() -> dict[str, Any]:
         "loadavg": os.getloadavg(),
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
+        "host_loop": HOST_LOOP,
     }
 
 
@@ -446,7 +476,7 @@ def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) 
     phase of this machine (a busy host under the VM) makes dearer."""
     harness = {
         "ours": lambda s, n: [sys.executable, str(Path(__file__).resolve()), "--one-scenario", s,
-                              "--n", str(n)],
+                              "--n", str(n), "--host-loop", HOST_LOOP],
         "reference": lambda s, n: ["node", str(HERE / "reference" / "bench.js"), "--scenario", s,
                                    "--workers", str(WORKERS), "--n", str(n),
                                    "--programs", str(PROGRAMS_PATH)],
@@ -488,7 +518,15 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of each load scenario per side, alternating (pooled)")
+    parser.add_argument("--host-loop", choices=("asyncio", "uvloop"), default="asyncio",
+                        help="this process's event loop (the host's; children run uvloop)")
     args = parser.parse_args()
+    global HOST_LOOP
+    HOST_LOOP = args.host_loop
+    if HOST_LOOP == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     if args.one_scenario:
         asyncio.run(one_scenario(args.one_scenario, args.n))
         return
@@ -574,6 +612,15 @@ def main() -> None:
         rows.append(("respawn", o["memory"]["respawn_ms"] / r["respawn"]["median_ms"]))
         for label, ratio in rows:
             print(f"  {label:<24} {ratio:6.2f}x")
+        print("\nunder load (4 callers), median of the rounds: the host's CPU per run (the "
+              "reference's parent process) and how busy the machine was:")
+        for s in ("trivial", "tools10"):
+            ours_host = statistics.median(o[s]["concurrent_host_cpu_ms_per_run_rounds"])
+            ours_busy = statistics.median(o[s]["concurrent_machine_busy_rounds"])
+            ref_host = statistics.median(r[s]["concurrent_host_cpu_ms_per_run_rounds"])
+            ref_busy = statistics.median(r[s]["concurrent_machine_busy_rounds"])
+            print(f"  {s:<10} host {ours_host:.2f} ms, busy {ours_busy:.0%}; reference's parent "
+                  f"{ref_host:.2f} ms, busy {ref_busy:.0%}")
         report["ratios"] = dict(rows)
         (out_dir / "latest.json").write_text(json.dumps(report, indent=2))
 

@@ -117,9 +117,17 @@ async function sequential (pool, req, n, tally, opts) {
   return { lat, outcomes }
 }
 
+// The machine's idle and total CPU ticks so far (/proc/stat's first line).
+function machineTicks () {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  return [f[3] + f[4], f.reduce((a, b) => a + b, 0)]
+}
+
 async function concurrent (pool, req, n, c, tally) {
   let started = 0
   const lat = []
+  const ticks = machineTicks()
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const lane = async () => {
     while (started < n) {
@@ -130,7 +138,14 @@ async function concurrent (pool, req, n, c, tally) {
   }
   await Promise.all(Array.from({ length: c }, lane))
   const wall = (performance.now() - t0) / 1000
-  return { wall, lat }
+  const cpu = process.cpuUsage(cpu0)
+  const after = machineTicks()
+  return {
+    wall,
+    lat,
+    parentCpuMsPerRun: (cpu.user + cpu.system) / 1000 / n,
+    busy: 1 - (after[0] - ticks[0]) / Math.max(1, after[1] - ticks[1])
+  }
 }
 
 async function main () {
@@ -176,7 +191,10 @@ async function main () {
       wall_s: round(con.wall, 4),
       throughput_per_s: round(args.n / con.wall, 1),
       concurrent_median_ms: median(con.lat),
-      concurrent_p99_ms: stats(con.lat).p99_ms
+      concurrent_p99_ms: stats(con.lat).p99_ms,
+      // the parent's own CPU per run in this phase, and how busy the machine was
+      concurrent_host_cpu_ms_per_run: round(con.parentCpuMsPerRun, 4),
+      concurrent_machine_busy: round(con.busy, 4)
     })
   } else if (name === 'toolrt') {
     const calls = prog.tool_calls
