@@ -163,8 +163,8 @@ class Dispatcher:
     Async dispatch runs on the loop; sync dispatch runs in a thread (the run's share,
     ``threads``), so calls a program makes with ``Promise.all`` run concurrently in the
     host. Which of the two a dispatch is, is looked at once, when the run starts: every
-    tool call of a run takes this path (on this machine the host's part of a relayed call
-    is ~100 us, more than the child's isolate spends on it)."""
+    tool call of a run takes this path, and the host's part of a call was what the
+    benchmark's (b) paid above the reference design (docs/performance.md, "Tool calls")."""
 
     __slots__ = ("_async", "_dispatch", "_max_bytes", "_threads")
 
