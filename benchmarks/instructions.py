@@ -14,6 +14,11 @@ It counts one process at a time, the one a change is in:
   next run's isolate, which happens between runs.
 * ``worker``: a fleet worker process (``python -m workers``, concurrency 1) per trivial job
   and per job with ten tool calls, on a private Redis; its isolate children are not counted.
+* ``host``: the process that runs an in-process executor (the host), per relayed tool call
+  (the benchmark's 200-call chain and its dispatch, one child, which runs natively): the
+  host runs under callgrind from its start, once with 3 chains and once with 13, and the
+  difference is divided by the 2,000 calls between them. ``--host-loop uvloop`` runs it on
+  uvloop instead of asyncio's own loop.
 
 The process runs under callgrind from its start; its counters are zeroed after a warm-up
 (``callgrind_control -z``) and dumped after the measured runs (``-d``). Instructions are
@@ -26,6 +31,7 @@ interpreter counts as little or nothing, so confirm a win here with ``bench.py``
     python benchmarks/instructions.py                          # this tree
     python benchmarks/instructions.py --tree /tmp/base         # and another, side by side
     python benchmarks/instructions.py --env-ab CODEMODE_LOOP=uvloop,asyncio --what child
+    python benchmarks/instructions.py --what host --tree /tmp/base
 """
 
 from __future__ import annotations
@@ -184,22 +190,73 @@ def count_worker(env: dict[str, str], runs: int) -> dict[str, float]:
                 worker.stop()
 
 
-def measure(what: str, env: dict[str, str], runs: int) -> dict[str, float]:
+HOST_CHAINS = (3, 13)
+"""The 200-call chains the host runs under callgrind, once each (see count_host)."""
+
+
+async def host_workload(chains: int) -> None:
+    """What ``--what host`` counts: five chains to warm up, then ``chains`` more, on one child."""
+    from codemode import IsolateExecutor
+
+    program = json.loads((HERE / "programs.json").read_text())["toolrt"]
+    providers = [{"name": p, "tools": ["get"]} for p in program["providers"]]
+    async with IsolateExecutor(pool={"max_workers": 1, "standby": False}) as executor:
+        for _ in range(5 + chains):
+            outcome = await executor.execute(program["code"], providers=providers,
+                                             dispatch=dispatch, timeout=program["timeout"])
+            assert outcome.error is None, outcome.error
+
+
+def count_host(env: dict[str, str], host_loop: str) -> dict[str, float]:
+    """Instructions the host spends per relayed call: its whole run under callgrind (its
+    children run natively) with HOST_CHAINS[1] chains less with HOST_CHAINS[0], over the
+    calls between them; the start, the warm-up and the shutdown cancel out."""
+    totals = []
+    with callgrind_wrapper() as (wrapper, out):
+        for chains in HOST_CHAINS:
+            subprocess.run([str(wrapper), str(Path(__file__).resolve()), "--host-workload",
+                            str(chains), "--host-loop", host_loop],
+                           env={**os.environ, **env}, check=True, capture_output=True, timeout=900)
+            dumps = sorted(out.glob("cg.*"), key=os.path.getmtime)
+            match = re.search(r"^(?:summary|totals): (\d+)", dumps[-1].read_text(errors="replace"),
+                              re.MULTILINE)
+            assert match, "callgrind wrote no total"
+            totals.append(int(match.group(1)))
+            for dump in dumps:
+                dump.unlink()
+    calls = (HOST_CHAINS[1] - HOST_CHAINS[0]) * 200
+    return {"relayed_call": (totals[1] - totals[0]) / calls}
+
+
+def measure(what: str, env: dict[str, str], runs: int, host_loop: str = "asyncio") -> dict[str, float]:
     if what == "child":
         return asyncio.run(count_child(env, runs))
+    if what == "host":
+        return count_host(env, host_loop)
     return count_worker(env, runs)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--what", choices=("child", "worker", "both"), default="both")
+    parser.add_argument("--what", choices=("child", "worker", "host", "both"), default="both",
+                        help="both: child and worker")
     parser.add_argument("--runs", type=int, default=50, help="measured runs per workload")
     parser.add_argument("--tree", action="append", default=[],
                         help="another source tree to count (its codemode, workers and "
                              "broker_config come first on PYTHONPATH); repeatable")
     parser.add_argument("--env-ab", metavar="VAR=A,B",
                         help="count this tree with an environment variable at two values")
+    parser.add_argument("--host-loop", choices=("asyncio", "uvloop"), default="asyncio",
+                        help="the host's event loop for --what host")
+    parser.add_argument("--host-workload", type=int, metavar="CHAINS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.host_workload is not None:
+        if args.host_loop == "uvloop":
+            import uvloop
+
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        asyncio.run(host_workload(args.host_workload))
+        return 0
     sides: dict[str, dict[str, str]] = {"this tree": {}}
     for tree in args.tree:
         sides[tree] = {"PYTHONPATH": str(Path(tree).resolve())}
@@ -212,15 +269,18 @@ def main(argv: list[str] | None = None) -> int:
     whats = ("child", "worker") if args.what == "both" else (args.what,)
     results: dict[str, Any] = {"runs": args.runs, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     for what in whats:
-        results[what] = {side: measure(what, env, args.runs) for side, env in sides.items()}
-    print(f"instructions per run (millions), {args.runs} runs each")
+        results[what] = {side: measure(what, env, args.runs, args.host_loop)
+                         for side, env in sides.items()}
+    print(f"instructions per run (millions), {args.runs} runs each; the host's per relayed "
+          "call (thousands)")
     for what in whats:
         base: dict[str, float] | None = None
         for side, counts in results[what].items():
             cells = []
             for name, value in counts.items():
                 ratio = f" ({value / base[name]:.3f}x)" if base else ""
-                cells.append(f"{name} {value / 1e6:8.3f}{ratio}")
+                shown = f"{value / 1e3:8.1f}" if what == "host" else f"{value / 1e6:8.3f}"
+                cells.append(f"{name} {shown}{ratio}")
             print(f"{what:6s} {side:40s} " + "  ".join(cells))
             base = base or counts
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
