@@ -118,6 +118,8 @@ production."""
 
 
 _STATM: int | None = None
+_RSS_FIELD, _DATA_FIELD = 1, 5
+"""Where ``/proc/self/statm`` keeps the resident pages and the data segment's pages."""
 
 
 def _statm() -> list[bytes]:
@@ -134,7 +136,7 @@ def _rss_and_data_bytes() -> tuple[int, int]:
     ``RLIMIT_DATA`` counts, touched or not: untouched ArrayBuffers are there, not in the
     resident memory), from one read."""
     fields = _statm()
-    return int(fields[1]) * _PAGE, int(fields[5]) * _PAGE
+    return int(fields[_RSS_FIELD]) * _PAGE, int(fields[_DATA_FIELD]) * _PAGE
 
 
 def _rss_bytes() -> int:
@@ -561,7 +563,7 @@ class Child:
         """Whether this process is within DATA_HEADROOM of its data limit (``data_bytes``: its
         data segment as just read, else read now: the memory guard asks at every bell)."""
         if data_bytes is None:
-            data_bytes = int(_statm()[5]) * _PAGE
+            data_bytes = int(_statm()[_DATA_FIELD]) * _PAGE  # (one read, no helper: every bell)
         return data_bytes > self.data_alarm
 
     def prepare_spare(self) -> None:
