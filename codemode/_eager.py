@@ -1,32 +1,145 @@
-"""Start a coroutine's task eagerly where Python can: up to its first wait, at once.
+"""Run a coroutine's first step at once, as a task, without making a task for it.
 
-The host answers each tool call in a task of its own. A task that Python schedules runs
-its first step a loop turn later: an async dispatch that has its answer at hand still cost
-that turn and its bookkeeping. Python 3.12+ can start a task eagerly
-(``asyncio.Task(..., eager_start=True)``): the coroutine runs at once, *as the current
-task* (so ``asyncio.timeout``, anyio and httpx inside a dispatch work as in any task), and
-a task that finished there is never scheduled. On 3.11 the task is scheduled as usual.
-(Running the coroutine's first step by hand, without a task, is not an option: code that
-asks for its current task finds none.)
+The host answers each tool call with a coroutine (the dispatch, then the reply). A task
+made for it runs its first step a loop turn later, and that task and turn were about a
+quarter of the host's part of a call (``benchmarks/instructions.py --what host``); Python
+3.12's eager tasks still make one task per call and took ~8% off.
+
+:class:`EagerStarter` runs the first step at once, in a context of its own, with a
+*stand-in* as the current task: a real task of the starter's, parked. Code that asks for
+its current task finds it, so ``asyncio.timeout``, anyio's cancel scopes, sniffio and so
+httpx work in a dispatch as in any task. A coroutine that finishes in that step (a dispatch
+with its answer at hand) needs nothing more. One that waits is handed to the stand-in,
+which goes on with it from where it waited, in the same context; whatever took note of its
+current task in the first step (a timeout that will cancel it) has the task that runs it
+to the end. A fresh stand-in takes the next call.
+
+What differs from a task of one's own: calls that finish in their first step share the
+stand-in as their current task, and a done-callback one of them adds to it runs when the
+stand-in ends, not when the call does.
+
+This uses ``asyncio.tasks._enter_task`` / ``_leave_task`` (3.11-3.14, the same calls
+asyncio's own eager tasks make); a Python without them gets a task per coroutine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import Coroutine
+import collections.abc
+import contextvars
+from collections.abc import Coroutine, Generator
 from typing import Any
 
-__all__ = ["EAGER", "start_task"]
+__all__ = ["EagerStarter"]
 
-EAGER = sys.version_info >= (3, 12)
-"""Whether tasks started here run their first step at once."""
+_enter_task = getattr(asyncio.tasks, "_enter_task", None)
+_leave_task = getattr(asyncio.tasks, "_leave_task", None)
+
+_NOTHING: Any = object()
+
+_Job = tuple[Coroutine[Any, Any, None], contextvars.Context]
 
 
-def start_task(coro: Coroutine[Any, Any, None], loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
-    """A task for ``coro`` on ``loop``, the running loop (passed: on 3.11, asking for the
-    running loop costs a ``getpid`` system call), started eagerly where Python can (it may
-    be done already when this returns)."""
-    if EAGER:
-        return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-    return loop.create_task(coro)
+class _StandIn(collections.abc.Coroutine[Any, Any, None]):
+    """The coroutine of a parked task whose identity eager first steps borrow, until one
+    of them waits: then the task goes on with that one.
+
+    Written out as a coroutine object rather than an ``async def``: a task can be
+    cancelled before its first step, and Python throws that into an ``async def`` before
+    any of its code runs, where nothing could hand it to the job. Here every step, the
+    first included, sees whether it has a job: ``send`` and ``throw`` go to the job's
+    coroutine, in the job's context, once the job's first wait has been given to the task."""
+
+    __slots__ = ("job", "task", "waited_on", "wake")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
+        self.job: _Job | None = None
+        self.waited_on: Any = _NOTHING
+        """What the job yielded at its first wait, until the task has been given it."""
+        self.wake: asyncio.Future[None] = loop.create_future()
+        self.task: asyncio.Task[None] = loop.create_task(self, name=name)
+        # Parked and holding nothing until it takes a job: a loop closed under it is no leak.
+        self.task._log_destroy_pending = False  # type: ignore[attr-defined]
+
+    def take(self, coro: Coroutine[Any, Any, None], context: contextvars.Context,
+             waited_on: Any) -> None:
+        self.job, self.waited_on = (coro, context), waited_on
+        if not self.wake.done():
+            self.wake.set_result(None)
+
+    def send(self, sent: Any) -> Any:
+        job = self.job
+        if job is None:
+            wake = self.wake
+            wake._asyncio_future_blocking = True  # (as Future.__await__ marks it)
+            return wake  # park: the task waits on it
+        waited_on = self.waited_on
+        if waited_on is not _NOTHING:
+            self.waited_on = _NOTHING
+            return waited_on  # the job's first wait, now the task's
+        coro, context = job
+        return context.run(coro.send, sent)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        exc = typ if val is None else val
+        if isinstance(exc, type):
+            exc = exc()
+        job = self.job
+        if job is None:
+            raise exc  # never needed (its starter closed it, or its loop is going)
+        self.waited_on = _NOTHING  # (the job wakes with this instead)
+        coro, context = job
+        return context.run(coro.throw, exc)
+
+    def close(self) -> None:
+        if self.job is not None:
+            self.job[0].close()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        raise TypeError("a stand-in runs as its own task; it is not awaited")
+
+
+class EagerStarter:
+    """Starts coroutines on one loop, each one's first step at once (see the module)."""
+
+    __slots__ = ("_loop", "_name", "_stand_in")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
+        self._loop = loop
+        self._name = name
+        self._stand_in: _StandIn | None = None
+
+    def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+        """Run ``coro`` up to its first wait, now. Returns None if it finished there, else
+        the task that goes on with it. Call it from a callback of the loop, not a task."""
+        loop = self._loop
+        if _enter_task is None or _leave_task is None:
+            return loop.create_task(coro)
+        stand_in = self._stand_in
+        if stand_in is None:
+            stand_in = self._stand_in = _StandIn(loop, self._name)
+        task = stand_in.task
+        context = contextvars.copy_context()
+        try:
+            _enter_task(loop, task)
+        except RuntimeError:  # a task is running here after all: give this one its own
+            return loop.create_task(coro, context=context)
+        try:
+            waited_on = context.run(coro.send, None)
+        except (StopIteration, asyncio.CancelledError):
+            return None
+        except Exception as exc:  # as a task would: reported, not raised into the caller
+            loop.call_exception_handler({
+                "message": "Exception in a coroutine started eagerly", "exception": exc})
+            return None
+        finally:
+            _leave_task(loop, task)
+        stand_in.take(coro, context, waited_on)
+        self._stand_in = None  # it is this coroutine's task now; the next call gets a new one
+        return task
+
+    def close(self) -> None:
+        """Let the parked stand-in go (the coroutines already handed on are not touched)."""
+        stand_in, self._stand_in = self._stand_in, None
+        if stand_in is not None and not self._loop.is_closed():
+            stand_in.task.cancel()

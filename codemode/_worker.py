@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from . import _texts
-from ._eager import start_task
+from ._eager import EagerStarter
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._mark import StartedMark
 from ._outcome import Outcome
@@ -204,6 +204,8 @@ class Worker:
         self._stderr: asyncio.StreamReader | None = None
         self._loop = asyncio.get_running_loop()
         """The loop this worker's pipes and tasks belong to."""
+        self._starter = EagerStarter(self._loop, f"codemode-worker-{worker_id}-calls")
+        """Serves each call's first step in the turn that read it (see _eager.py)."""
         self.ready: asyncio.Future[Ready] = self._loop.create_future()
         self.run: ActiveRun | None = None
         self.alive = False
@@ -576,12 +578,11 @@ class Worker:
             active.next_turn = self._loop.call_soon(self._new_turn, active)
 
     def _answer(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
-        """Serve one call in a task of its own and send its reply. The task is started
-        eagerly where Python can (see _eager.py): a dispatch that answers without waiting
-        is answered in this loop iteration. A task still running is kept in the run's
-        tasks (cancelled if the run ends first) and takes itself out as it ends: a done
-        callback would cost every call one more turn of the loop. The call's coroutine is
-        made inside it, so a task cancelled before it started leaves none unawaited."""
+        """Serve one call and send its reply, starting at once (see _eager.py): a dispatch
+        that answers without waiting is answered in this turn of the loop and leaves no
+        task. A call that waits goes on in a task, kept in the run's tasks (cancelled if the
+        run ends first) until it takes itself out as it ends: a done callback would cost
+        every call one more turn of the loop."""
         task: asyncio.Task[None] | None = None
 
         async def answer() -> None:
@@ -598,8 +599,8 @@ class Worker:
                 if task is not None:
                     active.tasks.discard(task)
 
-        task = start_task(answer(), self._loop)
-        if not task.done():
+        task = self._starter.start(answer())
+        if task is not None and not task.done():
             active.tasks.add(task)
 
     def _fail_active(self, exc: ExecutorError) -> None:
@@ -706,6 +707,7 @@ class Worker:
                     active.future.set_exception(self._death_fault(returncode, reason, active.started))
         if self._mark is not None:
             self._mark.close()
+        self._starter.close()
         give_back_cpu(self.cpu)
         self.cpu = None
         self.on_exit(self)
