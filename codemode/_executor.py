@@ -325,20 +325,17 @@ class IsolateExecutor:
                 )
 
         active = ActiveRun(msg=msg, future=loop.create_future(), on_call=on_call, on_fetch=on_fetch)
-        active.future.add_done_callback(lambda _: threads.shutdown(wait=False))
         worker.begin(active)
         try:
-            return await asyncio.shield(active.future)
+            # Awaited as it is, not shielded: a shield costs every run one more turn of the
+            # loop. A caller that stops waiting cancels the future with it; the worker then
+            # drops what the run still sends and releases an isolate it would have retained.
+            return await active.future
         except asyncio.CancelledError:
             worker.cancel(active, "The caller stopped waiting for this run.")
-
-            def orphaned(future: asyncio.Future[Outcome]) -> None:
-                # Nobody will hold a handle the run retains after its caller left.
-                if not future.cancelled() and future.exception() is None and future.result().handle:
-                    worker.release()
-
-            active.future.add_done_callback(orphaned)
             raise
+        finally:
+            threads.shutdown(wait=False)  # the run is over for its caller: drop calls in line
 
     # ---- handles ------------------------------------------------------------------
 

@@ -642,6 +642,8 @@ class Worker:
             )
         if done.kind == "handle":
             self.retained = done.run_id
+            if active.future.cancelled():
+                self.release()  # its caller stopped waiting: nobody will hold the handle
             return  # the child stays with its retained isolate: not idle
         if isinstance(active.msg, Invoke) and done.kind in ("timeout", "memory"):
             self.retained = None  # the child dropped the isolate after the bound

@@ -14,6 +14,8 @@
 | engine lacks a behaviour               | WORKER_CRASHED "Worker 1 failed to start." + causes  |
 | host SIGKILLed / forgets to dispose    | no child outlives it                                 |
 | run ends before a queued call is served| the call's dispatch coroutine is closed, not leaked  |
+| the caller stops waiting (cancelled)   | CancelledError at once; the child stops the program, |
+|                                        | releases a handle it made, and serves the next run   |
 
 After every fault the pool keeps serving.
 """
@@ -353,3 +355,58 @@ def test_the_started_mark_is_read_from_the_shared_page() -> None:
     assert not mark.marked(7)
     assert open_mark("-") is None
 
+
+
+def test_a_caller_that_stops_waiting_stops_its_run_and_the_child_serves_on() -> None:
+    """A caller cancelled mid-run (``asyncio.wait_for``) gets its CancelledError at once; the
+    child is told to stop the program (a loop that never yields, here, and a tool call the
+    host is still serving), and the same single child serves the next run."""
+    calls = 0
+
+    async def slow_dispatch(provider: str, tool: str, args_json: str) -> str:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.5)
+        return tool_result(calls)
+
+    async def main() -> None:
+        async with IsolateExecutor(pool={"max_workers": 1, "standby": False}, timeout=30_000) as ex:
+            await ex.execute("() => 1")
+            [worker] = ex._pool.workers()  # type: ignore[union-attr]
+            for code in ("() => { while (true) {} }",
+                         "async () => { await t.slow(); return 'late' }"):
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(
+                        ex.execute(code, providers=[{"name": "t", "tools": ["slow"]}],
+                                   dispatch=slow_dispatch), 0.3)
+                outcome = await asyncio.wait_for(ex.execute("() => 6 * 7"), 30)
+                assert outcome.result == 42
+                assert ex._pool.workers() == [worker] and worker.alive  # type: ignore[union-attr]
+            assert calls == 1
+
+    asyncio.run(main())
+
+
+def test_a_handle_whose_caller_stopped_waiting_is_released() -> None:
+    """A run that would retain its isolate, whose caller left as it ran: nobody can hold
+    the handle, so the child lets the isolate go and takes the next run (the caller leaves
+    right after handing the run over: the program returns its handler either before the
+    child reads the Cancel, or not at all)."""
+    async def main() -> None:
+        async with IsolateExecutor(pool={"max_workers": 1, "standby": False}, timeout=30_000) as ex:
+            await ex.execute("() => 1")
+            [worker] = ex._pool.workers()  # type: ignore[union-attr]
+            for _ in range(8):
+                run = asyncio.ensure_future(
+                    ex.execute("() => () => new Response('hi')", retain_handles=True))
+                while worker.run is None:
+                    await asyncio.sleep(0)
+                run.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await run
+                outcome = await asyncio.wait_for(ex.execute("() => 6 * 7"), 30)
+                assert outcome.result == 42
+                assert worker.retained is None and ex._handles.live_count() == 0
+            assert ex._pool.workers() == [worker]  # type: ignore[union-attr]
+
+    asyncio.run(main())
