@@ -415,7 +415,9 @@ class FleetExecutor:
         task = asyncio.ensure_future(session.wait())
         self._sessions[session.spec.job_id] = (session, task)
         try:
-            return await asyncio.shield(task)
+            # Not shielded (a shield costs every job one more turn of the loop): a caller
+            # that stops waiting cancels the task with it, as the lines below would.
+            return await task
         except asyncio.CancelledError:
             session.closed = True
             task.cancel()
