@@ -18,7 +18,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -151,6 +151,19 @@ def _checked(provider: str, tool: str, reply: object, max_bytes: int) -> str:
     return reply
 
 
+class CallMessage(Protocol):
+    """What a tool call arrives as: the provider, the tool and the JSON argument list."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def args_json(self) -> str: ...
+
+
 def _is_async(dispatch: Callable[[str, str, str], Any]) -> bool:
     return inspect.iscoroutinefunction(dispatch) or inspect.iscoroutinefunction(
         getattr(dispatch, "__call__", None)  # noqa: B004
@@ -175,8 +188,12 @@ class Dispatcher:
         self._max_bytes = max_bytes
         self._threads = threads
 
-    async def call(self, provider: str, tool: str, args_json: str) -> str:
-        """The envelope for one call: the dispatch's, checked, or one that says what failed."""
+    async def call(self, call: CallMessage) -> str:
+        """The envelope for one call (a child's Call, a fleet job's ToolCall): the
+        dispatch's, checked, or one that says what failed. (The message itself, not its
+        three fields: the worker serves a call with this method and the message, no
+        Python frame between them.)"""
+        provider, tool, args_json = call.provider, call.tool, call.args_json
         dispatch = self._dispatch
         if dispatch is None:
             return tool_error(f"No tools are served to this run, so {provider}.{tool} cannot be called.")
@@ -184,9 +201,9 @@ class Dispatcher:
             if self._async:
                 reply = await dispatch(provider, tool, args_json)
             else:
-                call = functools.partial(contextvars.copy_context().run, dispatch, provider, tool,
-                                         args_json)
-                reply = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+                in_thread = functools.partial(contextvars.copy_context().run, dispatch, provider,
+                                              tool, args_json)
+                reply = await asyncio.get_running_loop().run_in_executor(self._threads, in_thread)
                 if inspect.isawaitable(reply):
                     reply = await reply
         except asyncio.CancelledError:

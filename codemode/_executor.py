@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -47,7 +47,7 @@ from ._normalize import entry_form_problem
 from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
-from ._protocol import Call, Fetch, Invoke, Run
+from ._protocol import Fetch, Invoke, Run
 from ._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
 from ._texts import ENTRY_FORM
 from ._turns import Turns
@@ -308,9 +308,6 @@ class IsolateExecutor:
         threads = RunThreads(self._dispatch_threads)
         dispatcher = Dispatcher(request.dispatch, max_bytes, threads)
 
-        def on_call(call: Call) -> Awaitable[str]:  # (the dispatcher's coroutine, not one more)
-            return dispatcher.call(call.provider, call.tool, call.args_json)
-
         fetch_slots = Turns(MAX_FETCHES_IN_FLIGHT)
 
         async def on_fetch(fetch: Fetch) -> str:
@@ -324,7 +321,8 @@ class IsolateExecutor:
                     fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
                 )
 
-        active = ActiveRun(msg=msg, future=loop.create_future(), on_call=on_call, on_fetch=on_fetch)
+        active = ActiveRun(msg=msg, future=loop.create_future(), on_call=dispatcher.call,
+                           on_fetch=on_fetch)
         worker.begin(active)
         try:
             # Awaited as it is, not shielded: a shield costs every run one more turn of the

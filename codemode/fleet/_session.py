@@ -298,7 +298,7 @@ class JobSession:
             log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
 
     async def _serve_call(self, call: ToolCall) -> None:
-        envelope = await self.dispatcher.call(call.provider, call.tool, call.args_json)
+        envelope = await self.dispatcher.call(call)
         await self._reply(ToolReply(call.call_id, envelope))
 
     async def _serve_fetch(self, call: FetchCall) -> None:
