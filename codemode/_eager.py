@@ -34,6 +34,7 @@ __all__ = ["EagerStarter"]
 
 _enter_task = getattr(asyncio.tasks, "_enter_task", None)
 _leave_task = getattr(asyncio.tasks, "_leave_task", None)
+_current_task = asyncio.current_task
 
 _NOTHING: Any = object()
 
@@ -111,7 +112,8 @@ class EagerStarter:
 
     def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         """Run ``coro`` up to its first wait, now. Returns None if it finished there, else
-        the task that goes on with it. Call it from a callback of the loop, not a task."""
+        the task that goes on with it. From a callback of the loop or from a task (which
+        is the current task again when this returns), as asyncio's own eager tasks do."""
         loop = self._loop
         if _enter_task is None or _leave_task is None:
             return loop.create_task(coro)
@@ -120,10 +122,10 @@ class EagerStarter:
             stand_in = self._stand_in = _StandIn(loop, self._name)
         task = stand_in.task
         context = contextvars.copy_context()
-        try:
-            _enter_task(loop, task)
-        except RuntimeError:  # a task is running here after all: give this one its own
-            return loop.create_task(coro, context=context)
+        outer = _current_task(loop)
+        if outer is not None:
+            _leave_task(loop, outer)
+        _enter_task(loop, task)
         try:
             waited_on = context.run(coro.send, None)
         except (StopIteration, asyncio.CancelledError):
@@ -134,6 +136,8 @@ class EagerStarter:
             return None
         finally:
             _leave_task(loop, task)
+            if outer is not None:
+                _enter_task(loop, outer)
         stand_in.take(coro, context, waited_on)
         self._stand_in = None  # it is this coroutine's task now; the next call gets a new one
         return task

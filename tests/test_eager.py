@@ -202,19 +202,24 @@ def test_a_coroutine_that_raises_is_reported_not_raised() -> None:
     _run(main)
 
 
-def test_started_from_a_task_it_gets_a_task_of_its_own() -> None:
-    """Not the worker's way (its reader is a callback), but not wrong either: the running
-    task cannot lend its place, so the coroutine is scheduled as usual."""
+def test_started_from_a_task_it_runs_at_once_and_the_task_is_current_again() -> None:
+    """As asyncio's eager tasks do: the running task steps aside for the first step."""
     ran: list[asyncio.Task[Any] | None] = []
 
-    async def call() -> None:
+    async def call(wait: bool) -> None:
         ran.append(asyncio.current_task())
+        if wait:
+            await asyncio.sleep(0.01)
+            ran.append(asyncio.current_task())
 
     async def main(starter: EagerStarter) -> None:
-        task = starter.start(call())
-        assert task is not None and ran == []
+        me = asyncio.current_task()
+        assert starter.start(call(False)) is None
+        assert asyncio.current_task() is me and ran[0] not in (None, me)
+        task = starter.start(call(True))
+        assert task is not None and asyncio.current_task() is me and ran[1] is task
         await task
-        assert ran == [task]
+        assert ran[2] is task
 
     _run(main)
 

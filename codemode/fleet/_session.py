@@ -34,6 +34,7 @@ from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
 
 from .. import _texts
 from .._dispatch import Dispatcher, RunThreads
+from .._eager import EagerStarter
 from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_from_data
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
@@ -125,9 +126,10 @@ class JobSession:
         self.closed = False
         """Set when the caller left: the loop stops even if a cancel was lost in redis-py."""
         self._riders: list[bytes] | None = None
-        """While the wait loop lets a call's task run before its next BLPOP: the replies
-        ready by then, which go ahead of that BLPOP in the same write (one system call and
-        one wake-up fewer per relayed call)."""
+        """While the wait loop hands what it read on (calls start at once): the replies
+        ready by then, which go ahead of its next BLPOP in the same write (one system call
+        and one wake-up fewer per relayed call)."""
+        self._starter = EagerStarter(asyncio.get_running_loop(), f"codemode-job-{spec.job_id}-calls")
         self._seen_calls: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
@@ -139,6 +141,7 @@ class JobSession:
             return await self._loop()
         finally:
             self.threads.shutdown(wait=False)
+            self._starter.close()
             for task in list(self._tasks):
                 task.cancel()
 
@@ -161,18 +164,16 @@ class JobSession:
             riders = []
             if raw is not None:
                 was_started = self.started
-                outcome = self._receive(raw)
+                # A call starts at once, up to its first wait (see _spawn): a quick
+                # dispatch has its reply by then, and the reply rides ahead of the next
+                # BLPOP (see _reply).
+                self._riders = riders
+                try:
+                    outcome = self._receive(raw)
+                finally:
+                    self._riders = None
                 if outcome is not None:
                     return outcome
-                if self._tasks:
-                    # A call was just handed to its task: let it run to its first wait
-                    # before this loop re-issues its BLPOP. A quick dispatch has its reply
-                    # by then, and the reply rides ahead of the BLPOP (see _reply).
-                    self._riders = riders
-                    try:
-                        await asyncio.sleep(0)
-                    finally:
-                        self._riders = None
                 if self.started and not was_started:
                     next_check = self._next_check(time.monotonic())
 
@@ -282,9 +283,13 @@ class JobSession:
     # ---- serving the program's calls ------------------------------------------------
 
     def _spawn(self, coro: Any) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        """Serve a call: its first step at once (codemode/_eager.py), so that a dispatch
+        with its answer at hand is answered before the wait loop's next BLPOP, and only a
+        call that waits keeps a task."""
+        task = self._starter.start(coro)
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _reply(self, message: ToolReply | FetchReply) -> None:
         if self._riders is not None:  # the wait loop sends it with its next BLPOP
