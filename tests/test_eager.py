@@ -27,6 +27,22 @@ async def _from_callback(starter: EagerStarter, coro: Coroutine[Any, Any, None])
     return await got
 
 
+@pytest.fixture(params=["asyncio", "uvloop"], autouse=True)
+def _loop_kind(request: pytest.FixtureRequest) -> Any:
+    """Every test on asyncio's own loop and on uvloop (the host's loop is the application's)."""
+    global _LOOP_FACTORY
+    if request.param == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        _LOOP_FACTORY = uvloop.new_event_loop
+    else:
+        _LOOP_FACTORY = None
+    yield
+    _LOOP_FACTORY = None
+
+
+_LOOP_FACTORY: Callable[[], asyncio.AbstractEventLoop] | None = None
+
+
 def _run(main: Callable[[EagerStarter], Coroutine[Any, Any, None]]) -> None:
     async def outer() -> None:
         starter = EagerStarter(asyncio.get_running_loop(), "test-calls")
@@ -35,7 +51,8 @@ def _run(main: Callable[[EagerStarter], Coroutine[Any, Any, None]]) -> None:
         finally:
             starter.close()
 
-    asyncio.run(outer())
+    with asyncio.Runner(loop_factory=_LOOP_FACTORY) as runner:
+        runner.run(outer())
 
 
 def test_a_coroutine_that_does_not_wait_finishes_at_once_with_a_current_task() -> None:
