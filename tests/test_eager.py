@@ -55,6 +55,18 @@ def _run(main: Callable[[EagerStarter], Coroutine[Any, Any, None]]) -> None:
         runner.run(outer())
 
 
+def _run_to_its_end(call: Callable[[], Coroutine[Any, Any, None]], outcome: list[str],
+                    expected: list[str]) -> None:
+    """Start a call that waits; once its task ends, what it recorded is ``expected``."""
+    async def main(starter: EagerStarter) -> None:
+        task = await _from_callback(starter, call())
+        assert task is not None
+        await asyncio.wait_for(task, 5)
+        assert outcome == expected
+
+    _run(main)
+
+
 def test_a_coroutine_that_does_not_wait_finishes_at_once_with_a_current_task() -> None:
     seen: list[asyncio.Task[Any] | None] = []
 
@@ -113,13 +125,7 @@ def test_a_timeout_entered_in_the_first_step_fires_into_the_call_after_it_waits(
             outcome.append("timed out")
         outcome.append(f"cancelling={asyncio.current_task().cancelling()}")  # type: ignore[union-attr]
 
-    async def main(starter: EagerStarter) -> None:
-        task = await _from_callback(starter, call())
-        assert task is not None
-        await asyncio.wait_for(task, 5)
-        assert outcome == ["timed out", "cancelling=0"]
-
-    _run(main)
+    _run_to_its_end(call, outcome, ["timed out", "cancelling=0"])
 
 
 def test_anyio_cancel_scopes_work_across_the_hand_on() -> None:
@@ -136,13 +142,7 @@ def test_anyio_cancel_scopes_work_across_the_hand_on() -> None:
             await anyio.sleep(0)
         outcome.append("after")
 
-    async def main(starter: EagerStarter) -> None:
-        task = await _from_callback(starter, call())
-        assert task is not None
-        await asyncio.wait_for(task, 5)
-        assert outcome == ["timed out", "after"]
-
-    _run(main)
+    _run_to_its_end(call, outcome, ["timed out", "after"])
 
 
 @pytest.mark.parametrize("when", ["before its task ran", "while it waits"])
