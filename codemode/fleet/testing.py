@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -124,6 +125,16 @@ def _stop_group(proc: subprocess.Popen[bytes], *, grace_s: float) -> None:
         time.sleep(0.05)
 
 
+def _own_log_dir(owner: object, prefix: str) -> Path:
+    """A temporary directory for ``owner``'s logs, removed once ``owner`` is gone (collected,
+    or at interpreter exit): tests read the logs while they hold the helper, even after
+    stopping it, and a test session leaves no directories behind. A ``log_dir`` a caller
+    passes is the caller's, and stays."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    weakref.finalize(owner, shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 class RedisServer:
     """A private redis-server on a free port; ``restart()`` keeps the port (and loses data)."""
 
@@ -133,7 +144,7 @@ class RedisServer:
             raise FileNotFoundError("redis-server is not on PATH")
         self.binary = path
         self.port = port or free_port()
-        self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="codemode-redis-"))
+        self.log_dir = log_dir or _own_log_dir(self, "codemode-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -198,7 +209,7 @@ class WorkerProcess:
         self.settings = settings
         self.worker = worker or WorkerSettings()
         self.extra_env = dict(env or {})
-        self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="codemode-worker-"))
+        self.log_dir = log_dir or _own_log_dir(self, "codemode-worker-")
         self.name = name
         self.log_path = self.log_dir / f"{name}-{os.getpid()}-{time.monotonic_ns()}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -312,7 +323,7 @@ class SharedFleet:
         :data:`FAST_FAULTS` (short leases, so tests notice deaths in seconds)."""
         settings = FAST_FAULTS if settings is None else settings
         if cls._instance is None:
-            log_dir = Path(tempfile.mkdtemp(prefix="codemode-fleet-"))
+            log_dir = _own_log_dir(cls, "codemode-fleet-")
             redis = RedisServer(log_dir=log_dir).start()
             try:
                 broker = BrokerSettings(redis_url=redis.url, **dict(settings))  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ Redis does to them."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import subprocess
 import time
 import uuid
@@ -203,3 +204,25 @@ async def test_links_connect_the_way_the_url_says_over_a_unix_socket(tmp_path: P
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_test_helpers_leave_no_log_directories_behind(tmp_path: Path) -> None:
+    """A RedisServer that made its own log directory removes it once it is gone (after its
+    logs could still be read); one given a directory leaves it to its caller."""
+    if redis_server_path() is None:
+        pytest.skip("redis-server is not installed")
+    server = RedisServer().start()
+    own = server.log_dir
+    try:
+        assert list(own.glob("redis-*.log"))
+    finally:
+        server.stop()
+    assert own.is_dir()  # stopped, still held: its logs can be read
+    del server
+    gc.collect()
+    assert not own.exists()
+    given = RedisServer(log_dir=tmp_path)
+    given.start().stop()
+    del given
+    gc.collect()
+    assert list(tmp_path.glob("redis-*.log"))
