@@ -94,6 +94,13 @@ def zero(pid: int) -> None:
     subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
 
 
+def dump_total_of(path: Path) -> int | None:
+    """The instruction total a callgrind dump file states, or None (not written out yet)."""
+    match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(errors="replace"),
+                      re.MULTILINE)
+    return None if match is None else int(match.group(1))
+
+
 def dump_total(pid: int, out: Path) -> int:
     """Dump ``pid``'s counters and return the instructions since they were zeroed."""
     before = set(out.glob(f"cg.{pid}*"))
@@ -101,10 +108,9 @@ def dump_total(pid: int, out: Path) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for path in set(out.glob(f"cg.{pid}*")) - before:
-            match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(errors="replace"),
-                              re.MULTILINE)
-            if match:
-                return int(match.group(1))
+            total = dump_total_of(path)
+            if total is not None:
+                return total
         time.sleep(0.2)
     raise RuntimeError(f"callgrind wrote no dump for {pid}")
 
@@ -218,10 +224,9 @@ def count_host(env: dict[str, str], host_loop: str) -> dict[str, float]:
                             str(chains), "--host-loop", host_loop],
                            env={**os.environ, **env}, check=True, capture_output=True, timeout=900)
             dumps = sorted(out.glob("cg.*"), key=os.path.getmtime)
-            match = re.search(r"^(?:summary|totals): (\d+)", dumps[-1].read_text(errors="replace"),
-                              re.MULTILINE)
-            assert match, "callgrind wrote no total"
-            totals.append(int(match.group(1)))
+            total = dump_total_of(dumps[-1])
+            assert total is not None, "callgrind wrote no total"
+            totals.append(total)
             for dump in dumps:
                 dump.unlink()
     calls = (HOST_CHAINS[1] - HOST_CHAINS[0]) * 200
