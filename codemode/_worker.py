@@ -600,7 +600,7 @@ class Worker:
                     active.tasks.discard(task)
 
         task = self._starter.start(answer())
-        if task is not None and not task.done():
+        if task is not None:  # (it waits: a task handed a call is never done yet)
             active.tasks.add(task)
 
     def _fail_active(self, exc: ExecutorError) -> None:
