@@ -34,7 +34,7 @@ def test_isolates_are_seeded_through_the_entropy_source_and_differ() -> None:
             for _ in range(3):
                 before = len(drawn)
                 isolate = Isolate()
-                await isolate.prepare(loop, child.boot_script(), 128 * MB, LAYOUT)
+                await isolate.prepare(loop, child.boot_values(), 128 * MB, LAYOUT)
                 per_isolate.append(len(drawn) - before)
                 randoms.append(await isolate.ctx.eval_cancelable("Math.random()"))
                 await asyncio.to_thread(isolate.close)

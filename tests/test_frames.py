@@ -103,7 +103,7 @@ def test_an_isolates_thread_gives_its_python_state_back_when_it_closes() -> None
             counts = []
             for _ in range(6):
                 isolate = Isolate()
-                await isolate.prepare(loop, child.boot_script(), 128 * MB, LAYOUT)
+                await isolate.prepare(loop, child.boot_values(), 128 * MB, LAYOUT)
                 rang = asyncio.Event()
                 isolate.on_bell = rang.set
                 await isolate.start(json.dumps(["async () => 6 * 7", [], "none"]))
@@ -172,7 +172,7 @@ def test_a_closed_isolate_and_its_run_leave_no_cycles_for_the_collector() -> Non
             found = set()
             for _ in range(3):
                 isolate = Isolate()
-                await isolate.prepare(loop, child.boot_script(), 128 * MB, LAYOUT)
+                await isolate.prepare(loop, child.boot_values(), 128 * MB, LAYOUT)
                 state = RunState(isolate)
                 rang = asyncio.Event()
                 isolate.on_bell = lambda: (rang.set(), state)

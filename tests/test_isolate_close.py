@@ -31,7 +31,7 @@ def test_close_waits_for_the_task_running_on_the_isolate_thread() -> None:
             closes = []
             for i in range(4):
                 isolate = Isolate()
-                await isolate.prepare(loop, child.boot_script(), 128 * MB, LAYOUT)
+                await isolate.prepare(loop, child.boot_values(), 128 * MB, LAYOUT)
                 busy = asyncio.ensure_future(isolate.ctx.eval_cancelable(
                     "const t = Date.now(); while (Date.now() - t < 150) {} 7"))
                 await asyncio.sleep(0.02)  # the script is running now

@@ -33,7 +33,7 @@ def _in_child_process(body: str) -> Any:
 
         async def prepared(child):
             isolate = Isolate()
-            await isolate.prepare(asyncio.get_running_loop(), child.boot_script(), 128 * MB, LAYOUT)
+            await isolate.prepare(asyncio.get_running_loop(), child.boot_values(), 128 * MB, LAYOUT)
             return isolate
 
         async def main():
@@ -51,18 +51,20 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
         child.load_stdlib()
         child.install_runtime()
         isolate = Isolate()
-        # A bare context, before its boot call: what it has came from the snapshot.
+        # A bare context, before its setup: what it has came from the snapshot.
         from codemode._child.engine import _new_context
         ctx, free = await asyncio.to_thread(_new_context, asyncio.get_running_loop(), lambda _id, _raw: False,
                                             isolate._thread)
         bare = list(await ctx.eval_cancelable(
-            "[typeof __codemode_boot, typeof __codemode_preload, typeof setTimeout, Promise.name,"
+            "[typeof Object.getOwnPropertyDescriptor(Function.prototype, '__codemode_boot').get,"
+            " typeof __codemode_preload, typeof setTimeout, Promise.name,"
             " typeof Object.getOwnPropertyDescriptor(globalThis, 'console').value,"
             " typeof Object.getOwnPropertyDescriptor(globalThis, 'URL').get]"))
         free()
         booted = await prepared(child)
         after = list(await booted.ctx.eval_cancelable(
-            "[typeof __codemode_boot, typeof __codemode_preload, typeof setTimeout]"))
+            "[typeof Object.getOwnPropertyDescriptor(Function.prototype, '__codemode_boot'),"
+            " typeof (() => 0).__codemode_boot, typeof __codemode_preload, typeof setTimeout]"))
         await asyncio.to_thread(booted.close)
         import mmap
         pages = [snapshot._protection(slot) == mmap.PROT_READ for slot in snapshot.redirected]
@@ -76,8 +78,8 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
     # snapshot, its preload hook gone) and the accessor that loads URL on first touch: all
     # present in a context nothing was evaluated in.
     assert bare == ["function", "undefined", "function", "Promise", "object", "function"]
-    # The boot call removes its hook before any program can see it.
-    assert after == ["undefined", "undefined", "function"]
+    # Reading the hook from the bell removes it before any program can see it.
+    assert after == ["undefined", "undefined", "undefined", "function"]
 
 
 def test_isolates_from_one_snapshot_get_their_own_seeds_and_time_origin() -> None:
@@ -126,7 +128,7 @@ def test_programs_behave_the_same_with_and_without_the_snapshot(
         Array.prototype.extra = 2;
         console.log('seen', [1, 2]);
         await new Promise((r) => setTimeout(r, 1));
-        return [typeof __codemode_boot + typeof __codemode_preload, typeof process, new URL('https://a.test/x?q=1').searchParams.get('q'),
+        return [typeof __codemode_boot + typeof __codemode_preload + typeof (() => 0).__codemode_boot, typeof process, new URL('https://a.test/x?q=1').searchParams.get('q'),
                 new TextEncoder().encode('hé').length, typeof store.get];
     }"""
 
@@ -139,7 +141,7 @@ def test_programs_behave_the_same_with_and_without_the_snapshot(
         counts = [ex.execute(code="async () => { console.count(); console.group('g'); }").logs
                   for _ in range(2)]
     assert first.error is None, first.error
-    assert first.result == ["undefinedundefined", "undefined", "1", 3, "function"]
+    assert first.result == ["undefinedundefinedundefined", "undefined", "1", 3, "function"]
     assert [entry.text for entry in first.logs] == ["seen [ 1, 2 ]"]
     # The next run on the same child starts from the snapshot again, not from what the
     # last program left.

@@ -17,8 +17,9 @@ mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every co
 build contexts from the layer under it and install our runtime instead.
 
 Preparing an isolate is most of a trivial run's cost, so its steps are counted: the
-isolate itself (started from the child's snapshot of the runtime: see snapshot.py), one
-script evaluation (the runtime's boot call, whose value is the argument array), one call.
+isolate itself (started from the child's snapshot of the runtime: see snapshot.py), the
+bell, two property reads (the runtime's boot hook, read from the bell, whose value is the
+argument array; the api in it) and one call (the setup). No script is compiled.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ __all__ = ["Isolate"]
 
 _RUNTIME: tuple[str, str] | None = None
 _per_isolate_source: str | None = None
-"""What each isolate evaluates before its boot call (see :func:`install_runtime`): empty
-when isolates start from the runtime's snapshot, the whole runtime when they do not."""
+"""What each isolate evaluates before its setup (see :func:`install_runtime`): empty when
+isolates start from the runtime's snapshot, the whole runtime when they do not."""
+_BOOT_HOOK = "__codemode_boot"
+"""The accessor the runtime leaves on Function.prototype, read from the bell (see runtime.js)."""
 _HEADER = 8
 _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
@@ -105,13 +108,12 @@ def install_runtime(config_json: str, stdlib_sources: dict[str, str], *, snapsho
     return reason
 
 
-def boot_script(seed: str, time_origin_ms: float) -> str:
-    """The script that prepares one isolate: the runtime's boot call with what the isolate
-    gets of its own (64 hex characters of entropy, its time origin in ms since the epoch),
-    preceded by the runtime itself when there is no snapshot. Its value is ``[api]``."""
-    if _per_isolate_source is None:
-        raise RuntimeError("install_runtime() has not been called in this process")
-    return f"{_per_isolate_source}__codemode_boot({json.dumps(seed)}, {time_origin_ms!r})"
+def boot_values(seed: str, time_origin_ms: float) -> str:
+    """What one isolate gets of its own, as its runtime's setup takes it (see runtime.js,
+    boot): 64 hex characters of entropy and its time origin in ms since the epoch."""
+    if len(seed) != 64:
+        raise ValueError("an isolate's seed is 64 hex characters")
+    return f"{seed} {time_origin_ms!r}"
 
 
 def child_source(name: str) -> str:
@@ -356,14 +358,14 @@ class Isolate:
     async def prepare(
         self,
         loop: asyncio.AbstractEventLoop,
-        boot: str,
+        values: str,
         memory_bytes: int,
         layout: dict[str, int],
         close_first: Sequence[Isolate] = (),
     ) -> None:
-        """Create the context and boot the runtime in it with ``boot`` (a
-        :func:`boot_script`), while the child is idle; ``close_first`` are finished
-        isolates to dispose first.
+        """Create the context and set the runtime up in it with ``values`` (what the isolate
+        gets of its own: :func:`boot_values`), while the child is idle; ``close_first`` are
+        finished isolates to dispose first.
 
         All of it on one trip to a worker thread, which waits for each step of the engine
         in turn: the loop wakes once, when the isolate is ready. Creating an isolate is the
@@ -373,16 +375,18 @@ class Isolate:
         callback each; closing on a trip of its own cost two more thread switches (that merge
         alone: trivial throughput +4%, measured side by side; the steps moved here: +1%,
         within the machine's noise, and a run that arrives meanwhile finds the loop free)."""
-        await asyncio.to_thread(self._prepare, loop, boot, memory_bytes, layout, close_first)
+        await asyncio.to_thread(self._prepare, loop, values, memory_bytes, layout, close_first)
 
     def _prepare(
         self,
         loop: asyncio.AbstractEventLoop,
-        boot: str,
+        values: str,
         memory_bytes: int,
         layout: dict[str, int],
         close_first: Sequence[Isolate],
     ) -> None:
+        if _per_isolate_source is None:
+            raise RuntimeError("install_runtime() has not been called in this process")
         for isolate in close_first:
             isolate.close()
         self.ctx, free = _new_context(loop, self._on_thread, self._thread)
@@ -391,26 +395,25 @@ class Isolate:
         object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
-        bell = self._make_bell(ctx)
-        source = ctx._python_to_value_handle(boot)
-        # The boot call's value is the argument array of every call: [api].
-        argv: Any = self._run_now(ctx._dll.mr_eval, source.raw)
+        if _per_isolate_source:  # no snapshot: the runtime itself first
+            self._run_now(ctx._dll.mr_eval, ctx._python_to_value_handle(_per_isolate_source).raw)
+        bell = ctx._python_to_value_handle(self._make_bell(ctx))
+        # The boot hook, read from the bell: the runtime takes the bell (the hook's receiver)
+        # and returns the argument array of every call, [api].
+        argv: Any = self._get(bell, ctx._python_to_value_handle(_BOOT_HOOK))
         self._argv = ctx._python_to_value_handle(argv)
         # argv[0] through mini-racer's JSArray asks the engine for the length first: one
         # more synchronous trip to the isolate's thread (two thread switches) per isolate.
-        first = ctx._python_to_value_handle(0)
-        api: Any = ctx._value_handle_to_python(
-            ctx._wrap_raw_handle(ctx._dll.mr_get_object_item(ctx._ctx, self._argv.raw, first.raw)))
+        api: Any = self._get(self._argv, ctx._python_to_value_handle(0))
         self._this = ctx._python_to_value_handle(JSUndefined)
         self._park_this = ctx._python_to_value_handle(1)  # `this` of a park (see runtime.js)
         self._take_this = ctx._python_to_value_handle(2)  # `this` of a take
         self._api = ctx._python_to_value_handle(api)
-        # The first call is the runtime's setup, with the bell as `this`: it takes the bell
-        # and returns the channel. Every later call passes `undefined` and the same array,
-        # which it ignores. (The bell as `this`, not as an argument, saves a synchronous
-        # step: appending it to the array.)
+        # The first call is the runtime's setup, with the isolate's own values as `this`:
+        # it returns the channel. Every later call passes `undefined` (or a number) and the
+        # same array, which it ignores.
         channel: Any = self._run_now(
-            ctx._dll.mr_call_function, self._api.raw, ctx._python_to_value_handle(bell).raw, self._argv.raw
+            ctx._dll.mr_call_function, self._api.raw, ctx._python_to_value_handle(values).raw, self._argv.raw
         )
         self._control = channel[0:16]
         self._inbound = channel[layout["inbound"] : layout["journal"]]
@@ -423,6 +426,12 @@ class Isolate:
         self._journal_read = 0
         # Keep the Python wrappers alive as long as their raw handles are used.
         self._handles = [argv, api, channel]
+
+    def _get(self, obj: Any, key: Any) -> Any:
+        """``obj[key]`` (value handles), read on the isolate's thread (preparation only: a
+        synchronous trip there); raises what the read threw."""
+        ctx = self.ctx
+        return ctx._value_handle_to_python(ctx._wrap_raw_handle(ctx._dll.mr_get_object_item(ctx._ctx, obj.raw, key.raw)))
 
     def _make_bell(self, ctx: Any) -> Any:
         """The bell: a notification (mini-racer's one-way callback) whose callback id this

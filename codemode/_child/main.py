@@ -521,12 +521,12 @@ class Child:
         self.snapshot_refused = engine.install_runtime(
             self.config_json(), self.stdlib_sources, snapshot=snapshot)
 
-    def boot_script(self) -> str:
-        """What prepares one isolate: the runtime's boot with what each isolate gets of its
-        own, a random seed and its time origin."""
+    def boot_values(self) -> str:
+        """What each isolate gets of its own, for its runtime's setup: a random seed and
+        its time origin."""
         from . import engine
 
-        return engine.boot_script(secrets.token_hex(32), time.time() * 1000)
+        return engine.boot_values(secrets.token_hex(32), time.time() * 1000)
 
     def config_json(self) -> str:
         """The runtime's configuration: the child's settings, the same for every isolate
@@ -555,7 +555,7 @@ class Child:
         from .engine import Isolate
 
         isolate = Isolate(self.near_data_limit)
-        await isolate.prepare(self.loop, self.boot_script(), self.memory_limit_mb * MB, LAYOUT,
+        await isolate.prepare(self.loop, self.boot_values(), self.memory_limit_mb * MB, LAYOUT,
                               close_first)
         return isolate
 
@@ -1231,7 +1231,7 @@ class Child:
         missing: list[str] = []
         isolate = Isolate()
         try:
-            await isolate.prepare(self.loop, self.boot_script(), self.memory_limit_mb * MB, LAYOUT)
+            await isolate.prepare(self.loop, self.boot_values(), self.memory_limit_mb * MB, LAYOUT)
         except Exception as exc:
             return [f"cannot create an isolate and install the runtime ({exc})"]
         rang = asyncio.Event()

@@ -5,10 +5,13 @@
 // starts from (see snapshot.py); where no snapshot can be used, it runs once per isolate.
 // The child writes its configuration (a JSON string literal, the same for every isolate of
 // the child) into the slot on the first line of the block before evaluating. The script
-// leaves one global behind, `__codemode_boot(seed, timeOrigin)`: each isolate calls it
-// once, before anything else runs; it removes itself, makes what a snapshot cannot hold
-// (the shared channel buffers) and what each isolate must have of its own (a random seed,
-// a time origin), and returns `[api]`, the argument array of every later call.
+// leaves one hook behind, an accessor `__codemode_boot` on Function.prototype, so that
+// the child reaches it from the bell (the one function it holds) without evaluating a
+// script: reading it from the bell takes the bell, removes the hook and returns `[api]`,
+// the argument array of every later call. The first call of `api` (the setup) then gets
+// what each isolate must have of its own (a random seed, a time origin) as `this`, makes
+// what a snapshot cannot hold (the shared channel buffers), and returns the channel.
+// Both happen once per isolate, before anything else runs in it.
 // A script's top level is compiled once; the same code as a function expression was parsed
 // twice (a pre-parse when evaluated, a full parse when called), which cost a trivial run
 // about 0.5 ms when the script still ran per isolate.
@@ -19,8 +22,8 @@
 // a trivial run's time inside the isolate from ~0.72 to ~0.47 ms. Everything else stays a
 // lazily compiled arrow function.
 //
-// `bell` is a one-way notification into the child's Python, handed over by the first
-// call of `api` (the setup, which returns the channel). It carries no data (reading an
+// `bell` is a one-way notification into the child's Python, handed over by reading the
+// boot hook from it (see above). It carries no data (reading an
 // argument would need the isolate, which may be busy), it only says "the journal has
 // something". Python then reads the journal straight from shared memory, or calls
 // `api` with the pump operation, which returns what did not fit as one JSON string.
@@ -64,6 +67,7 @@
   const waitAsync = Atomics.waitAsync;
   const ProxyCtor = Proxy;
   const dateNow = Date.now;
+  const FunctionPrototype = Function.prototype;
 
   const config = JSONparse(configJson);
   let network = 'host';
@@ -776,11 +780,10 @@
   // Python writes an operation code into the control word, then calls this with no
   // arguments (a call that needs no argument array never waits for a busy isolate).
   const operations = [null, start, pump, feed, invoke];
-  // boot()'s value is the argument array of every call: [api]. Python takes api out of
-  // it; the first call, the setup, comes with the bell as `this`: it takes the bell and
-  // returns the channel. Later calls get `undefined` and the same array, and ignore both.
-  // (One array from boot saves the isolate a second evaluation, `[]`, per preparation;
-  // the bell as `this` saves appending it to that array.)
+  // The boot hook's value is the argument array of every call: [api]. Python takes api
+  // out of it; the first call, the setup, comes with the isolate's own values as `this`
+  // (see boot) and returns the channel. Later calls get `undefined` (or a park's or a
+  // take's number) and the same array, which they ignore.
   // The park: a task the child posts to this isolate's thread once a call has left. It
   // runs after the program's microtasks, rings the bell with control[1] = 1, and Python,
   // on this thread, waits there for answers (at most control[2] ms: timers are the
@@ -796,10 +799,7 @@
     return ReflectApply(MapSize, pending, []) > 0 ? '1' : '';
   });
   const api = (function api() {
-    if (bell === null) {
-      bell = this;
-      return channel;
-    }
+    if (channel === null) return boot(this);
     if (this === 1) return park();
     if (this === 2) return take();
     return operations[control[0]]();
@@ -810,9 +810,24 @@
   // Python (offsets in config.layout): a control word, the inbound buffer, the outbound
   // journal and the synchronous-answer buffer. One buffer means one conversion when the
   // child prepares the isolate.
-  const boot = (function boot(seed, timeOrigin) {
-    delete G.__codemode_boot;
-    delete G.__codemode_preload;  // still here when no snapshot was made
+  // The child reaches the runtime through the bell, the function it made in this isolate:
+  // it reads this hook from it (the bell's prototype is Function.prototype), which takes
+  // the bell as its receiver and leaves nothing behind. Reading a property costs the
+  // isolate no compilation, where a boot script cost each isolate one.
+  ObjectDefineProperty(FunctionPrototype, '__codemode_boot', {
+    get: (function takeBell() {
+      delete FunctionPrototype.__codemode_boot;
+      delete G.__codemode_preload;  // still here when no snapshot was made
+      bell = this;
+      return [api];
+    }),
+    enumerable: false, configurable: true,
+  });
+  // The setup: `values` is `seed timeOrigin` (64 hex characters of entropy, then ms since
+  // the epoch), the isolate's own.
+  const boot = (function boot(values) {
+    const seed = values.slice(0, 64);  // (no program has run yet: the built-ins are intact)
+    const timeOrigin = +values.slice(65);
     channel = new SharedArrayBuffer(layout.total);
     control = new Int32Array(channel, 0, 4);
     journalHead = new Int32Array(channel, layout.journal, 4);
@@ -825,10 +840,7 @@
     host.seed = seed;
     host.timeOrigin = timeOrigin;
     Object.freeze(host);
-    return [api];
-  });
-  ObjectDefineProperty(G, '__codemode_boot', {
-    value: boot, writable: false, configurable: true, enumerable: false,
+    return channel;
   });
 
   // ---- preload: modules that are part of the snapshot -------------------------------
