@@ -28,6 +28,7 @@ import asyncio
 import codecs
 import contextlib
 import ctypes
+import functools
 import itertools
 import json
 import os
@@ -288,6 +289,86 @@ def _loud(_out: Any) -> bool:
     return False
 
 
+def _resolve_entry(entry: Entry, failure: BaseException | None) -> None:
+    """On the loop: an entry call's return, from the isolate's thread (see Entry)."""
+    if entry.future.done():
+        return
+    if failure is None:
+        entry.future.set_result(None)
+    else:
+        entry.future.set_exception(failure)
+
+
+def _settle_entry(entry: Entry, task: asyncio.Task[Any]) -> None:
+    """An entry that ran as a task (several feeds): its outcome, on its future."""
+    if entry.future.done():
+        return
+    if task.cancelled():
+        entry.future.cancel()
+        return
+    exc = task.exception()
+    _resolve_entry(entry, exc)
+
+
+class Entry:
+    """The call that starts a run or invokes a retained handler, as the loop sees it.
+
+    Its return is kept off the loop: the isolate's thread notes it (see
+    :meth:`Isolate._entry_returned`), and the loop is woken for it only if the call failed
+    or the loop waits for it (:meth:`wait_for_return`). A run's result comes through the
+    journal and the take, never through this call, so the usual run learns of its return
+    when it looks (:meth:`done`): the call used to be a task of its own, whose return cost
+    every run a wake of the loop, a future and the task's steps."""
+
+    __slots__ = ("_isolate", "future", "returned", "task", "wanted")
+
+    def __init__(self, isolate: Isolate, future: asyncio.Future[None]) -> None:
+        self.future = future
+        self._isolate = isolate
+        self.returned = False
+        """Set on the isolate's thread, under the isolate's pump lock."""
+        self.wanted = False
+        """The loop waits for the return: the isolate's thread wakes it (under the lock)."""
+        self.task: asyncio.Task[Any] | None = None
+        """An entry whose payload takes several feeds runs as this task instead."""
+
+    def done(self) -> bool:
+        """Whether the call has returned (or was stopped); on the loop."""
+        if self.future.done():
+            return True
+        if self.task is None:
+            with self._isolate._pump_lock:
+                returned = self.returned
+            if returned:
+                self.future.set_result(None)
+                return True
+        return False
+
+    def want(self) -> None:
+        """Have the call's return resolve :attr:`future` on the loop (it may already have)."""
+        if self.future.done() or self.task is not None:
+            return
+        with self._isolate._pump_lock:
+            self.wanted = True
+            returned = self.returned
+        if returned:
+            self.future.set_result(None)
+
+    async def wait_for_return(self) -> None:
+        """Wait until the call has returned; raises what stopped it."""
+        self.want()
+        await self.future
+
+    def cancel(self) -> None:
+        """Stop the call if it still runs (mini-racer terminates the program) and cancel its
+        future: its return, if it comes, is ignored."""
+        if self.task is not None:
+            self.task.cancel()
+        else:
+            self._isolate._cancel_entry(self)
+        self.future.cancel()
+
+
 class Isolate:
     """A fresh context with the runtime installed; used for exactly one run.
 
@@ -354,6 +435,11 @@ class Isolate:
         self.took: Callable[[str | BaseException], None] = lambda text: None
         """Set by the run: on the isolate's thread, as a take returns, the result's text (or
         what stopped the take)."""
+        self._entry: Entry | None = None
+        """The call that started the run or invoked the retained handler (see :meth:`begin`)."""
+        self._entry_id: int | None = None
+        """Its callback id while it is in the isolate, else None."""
+        self._entry_task = 0
 
     async def prepare(
         self,
@@ -431,7 +517,8 @@ class Isolate:
         """``obj[key]`` (value handles), read on the isolate's thread (preparation only: a
         synchronous trip there); raises what the read threw."""
         ctx = self.ctx
-        return ctx._value_handle_to_python(ctx._wrap_raw_handle(ctx._dll.mr_get_object_item(ctx._ctx, obj.raw, key.raw)))
+        raw = ctx._dll.mr_get_object_item(ctx._ctx, obj.raw, key.raw)
+        return ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
 
     def _make_bell(self, ctx: Any) -> Any:
         """The bell: a notification (mini-racer's one-way callback) whose callback id this
@@ -480,6 +567,11 @@ class Isolate:
             return self._park_returned(raw)
         if callback_id == self._take_id:
             return self._take_returned(raw)
+        if callback_id == self._entry_id:
+            self._guard()
+            self._act_on_journal()
+            self._await_sent(lone=False)
+            return self._entry_returned(raw)
         if callback_id == self._pump_id:
             # No memory guard here: the program's continuation runs after this return
             # whatever the guard finds (the pump's task is complete: there is nothing to
@@ -801,13 +893,64 @@ class Isolate:
         view[_HEADER : _HEADER + len(chunk)] = chunk
         struct.pack_into("<i", view, 0, units)
 
+    def begin(self, loop: asyncio.AbstractEventLoop, payload_json: str, *, invoke: bool = False) -> Entry:
+        """Post the call that starts the program (``payload_json`` is ``[code, providers,
+        network, retain, bundle]``) or, with ``invoke``, calls the retained handler
+        (``[plain_request, network]``); on the loop. See :class:`Entry` for its return. A
+        payload too large for one feed goes in several, as a task."""
+        op = _INVOKE if invoke else _START
+        entry = Entry(self, loop.create_future())
+        data = payload_json.encode("utf-16-le", "surrogatepass")
+        units = len(data) // 2
+        if units > self._capacity:
+            entry.task = asyncio.ensure_future(self._write_units(data, op))
+            entry.task.add_done_callback(functools.partial(_settle_entry, entry))
+            return entry
+        self._put(data, units)
+        struct.pack_into("<i", self._control, 0, op)
+        with self._pump_lock:  # the return may come to the isolate's thread before the id is kept
+            self._entry = entry
+            self._entry_id = self._new_callback_id()
+            self._entry_task = self._post_call(self._this, self._entry_id)
+        if self._held:
+            self._free_held()
+        return entry
+
+    def _entry_returned(self, raw: Any) -> bool:
+        """On the isolate's thread, as the entry call returns: note it, and wake the loop
+        only if the call failed or the loop waits for it. Always True (the callback id is
+        this isolate's own)."""
+        failure: BaseException | None = None
+        try:
+            self._text_or_raise(raw)  # (its value is not used: what it says, it wrote)
+        except BaseException as exc:  # a termination, a memory error, a broken runtime
+            failure = exc
+        with self._pump_lock:
+            self._entry_id = None
+            self._in_flight.discard(self._entry_task)
+            entry = self._entry
+            if entry is None:
+                return True
+            entry.returned = True
+            wake = failure is not None or entry.wanted
+        if wake and not self.closed:
+            with contextlib.suppress(BaseException):  # a callback from the engine must not raise
+                self.ctx.event_loop.call_soon_threadsafe(_resolve_entry, entry, failure)
+        return True
+
+    def _cancel_entry(self, entry: Entry) -> None:
+        with self._pump_lock:
+            task_id = self._entry_task if self._entry is entry and self._entry_id is not None else None
+        if task_id is not None:  # (not under the lock: its callback takes the lock)
+            self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
+
     async def start(self, payload_json: str) -> None:
-        """Start the program: ``payload_json`` is ``[code, providers, network]``."""
-        await self._write(payload_json, _START)
+        """Start the program and wait for the call to return (see :meth:`begin`)."""
+        await self.begin(asyncio.get_running_loop(), payload_json).wait_for_return()
 
     async def invoke(self, payload_json: str) -> None:
-        """Call the retained handler: ``payload_json`` is ``[plain_request, network]``."""
-        await self._write(payload_json, _INVOKE)
+        """Call the retained handler and wait for the call to return (see :meth:`begin`)."""
+        await self.begin(asyncio.get_running_loop(), payload_json, invoke=True).wait_for_return()
 
     def read_journal(self) -> list[Any]:
         """Messages written since the last read (after what the isolate's thread read and
@@ -892,6 +1035,7 @@ class Isolate:
             # context's queue holds a handle to it), so that reference counting frees them
             # at once: the collector found ~80 objects of each trivial run in cycles, now none.
             self.on_bell = _ignore
+            self._entry = None  # (it points back at this isolate)
             if self.ctx is not None:
                 object.__setattr__(self.ctx, "_free", _ignore)
                 # Whatever is left there holds a handle that points back at the context.

@@ -33,7 +33,7 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -65,6 +65,9 @@ from .._protocol import (
 )
 from .._request import Provider
 from .lines import decode_lines
+
+if TYPE_CHECKING:
+    from .engine import Entry
 
 MB = 1024 * 1024
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -352,7 +355,8 @@ class RunState:
         self.paused_total = 0.0
         self.done = False
         self.finished = asyncio.Event()
-        self.start_task: asyncio.Task[None] | None = None
+        self.entry: Entry | None = None
+        """The call that started the run or invoked the retained handler (see serve)."""
         self.pumping = False
         """A pump call is in the isolate: replies that arrive meanwhile wait for its return."""
         self.pump_lock = threading.Lock()
@@ -643,7 +647,6 @@ class Child:
                 self.send(Done(msg.run_id, "lost", error="The retained isolate is gone."))
                 return
             payload = msgspec.json.encode([msgspec.json.decode(msg.request_json), msg.network]).decode()
-            begin = isolate.invoke
         else:
             isolate = await self.take_isolate()
             bundle = None
@@ -657,7 +660,6 @@ class Child:
                 [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network, msg.retain,
                  bundle]
             ).decode()
-            begin = isolate.start
         state = RunState(msg, isolate)
         self.run = state
         # (partials, not lambdas: act_now and park_wait are on every tool call's path, and a
@@ -680,8 +682,8 @@ class Child:
             trace = "".join(f"    libmini_racer.so(v8::internal::Frame{i}+0x{i:x})\n" for i in range(600))
             os.write(2, f"\n#\n# Fatal JavaScript out of memory: Scavenger\n#\n{trace}".encode())
             os.kill(os.getpid(), signal.SIGTRAP)
-        state.start_task = asyncio.ensure_future(begin(payload))
-        state.start_task.add_done_callback(lambda t: self._start_done(state, t))
+        state.entry = isolate.begin(self.loop, payload, invoke=isinstance(msg, Invoke))
+        state.entry.future.add_done_callback(lambda f: self._start_done(state, f))
         await state.finished.wait()
         for timer in (state.clock, state.memory_check):
             if timer is not None:
@@ -689,10 +691,12 @@ class Child:
         isolate.cancel_pumps()
         await self.dispose(state)
 
-    def _start_done(self, state: RunState, task: asyncio.Task[None]) -> None:
-        if task.cancelled() or state.done:
+    def _start_done(self, state: RunState, future: asyncio.Future[None]) -> None:
+        """The entry call failed (its return reaches the loop only then, or when waited
+        for: see engine.Entry)."""
+        if future.cancelled() or state.done:
             return
-        exc = task.exception()
+        exc = future.exception()
         if exc is not None:
             text = str(exc)
             if self.out_of_memory(state, exc) or "memory" in text.lower():
@@ -1139,8 +1143,8 @@ class Child:
                 f"carry at most {_texts.format_bytes(self.max_log_bytes)} of text."
             )))
         done = Done(state.msg.run_id, kind, result_json, error, tuple(state.logs), False)
-        start_task = state.start_task
-        if kind in ("timeout", "memory") or start_task is None or start_task.done():
+        entry = state.entry
+        if kind in ("timeout", "memory") or entry is None or entry.done():
             self.report(state, done)
             return
         # The result usually comes from inside the call that started the run: its journal
@@ -1150,18 +1154,19 @@ class Child:
         # unsettled: the host then holds this child until Idle.
         grace = self.loop.call_later(SETTLE_GRACE_S, self.report, state, done)
 
-        def returned(_task: asyncio.Task[None]) -> None:
+        def returned(_future: asyncio.Future[None]) -> None:
             grace.cancel()
             self.report(state, done)
 
-        start_task.add_done_callback(returned)
+        entry.want()
+        entry.future.add_done_callback(returned)
 
     def report(self, state: RunState, done: Done) -> None:
         """Send the run's Done, once, saying whether the engine has stopped running it."""
         if state.finished.is_set():
             return
-        start_task = state.start_task
-        settled = state.kind not in ("timeout", "memory") and (start_task is None or start_task.done())
+        entry = state.entry
+        settled = state.kind not in ("timeout", "memory") and (entry is None or entry.done())
         state.settled = settled
         self.send(msgspec.structs.replace(done, settled=settled))
         state.finished.set()
@@ -1181,12 +1186,10 @@ class Child:
             if not state.settled:
                 self.send(Idle())
             return
-        start_task = state.start_task
-        stopped = start_task is None or start_task.done()
-        if not stopped and start_task is not None:
-            start_task.cancel()  # mini-racer cancels the V8 task: TerminateExecution
-            with_timeout = asyncio.wait({start_task}, timeout=WEDGE_PROBE_S)
-            await with_timeout
+        entry = state.entry
+        stopped = entry is None or entry.done()
+        if not stopped and entry is not None:
+            entry.cancel()  # mini-racer cancels the V8 task: TerminateExecution
         if isinstance(state.msg, Invoke):
             self.retained.pop(state.msg.handle_id, None)
         if (state.kind in ("timeout", "memory") or not stopped) and not await isolate.responsive(
