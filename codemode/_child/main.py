@@ -1219,8 +1219,10 @@ class Child:
             self.send(Idle())  # the host held this child back until now
 
     async def close_isolate(self, isolate: Any) -> None:
+        from . import engine
+
         try:
-            await asyncio.wait_for(asyncio.to_thread(isolate.close), DISPOSE_TIMEOUT_S)
+            await asyncio.wait_for(engine.off_loop(self.loop, isolate.close), DISPOSE_TIMEOUT_S)
         except TimeoutError:
             self.send(Recycle("the isolate could not be disposed"))
             os._exit(0)

@@ -87,7 +87,7 @@ redirected: list[int] = []
 def _new_isolate(params: int) -> int:
     """``v8::Isolate::New`` as mini-racer's library now reaches it: the snapshot named in
     the parameters (unless the caller named one), then V8's own. Runs on the thread that
-    creates the context, a Python thread of the child (``asyncio.to_thread``)."""
+    creates the context, the child's engine thread (engine.off_loop)."""
     slot = ctypes.c_void_p.from_address(params + _SNAPSHOT_BLOB_OFFSET)
     if slot.value is None and _blob is not None:
         slot.value = ctypes.addressof(_blob)
