@@ -389,6 +389,8 @@ class Child:
         self.decoder = msgspec.msgpack.Decoder(HostMessage)
         self.spares: list[Any] = []
         self.spare_task: asyncio.Task[Any] | None = None
+        self.spare_ready: asyncio.Future[None] | None = None
+        """Resolved when the preparation in :attr:`spare_task` ends, however it ends."""
         self.serving = False
         """From taking a run off the queue until its isolate is disposed: no preparation
         starts meanwhile (see quiet)."""
@@ -555,13 +557,19 @@ class Child:
             }).decode()
         return self._static_config
 
-    async def new_isolate(self, close_first: Sequence[Any] = ()) -> Any:
+    async def new_isolate(self) -> Any:
+        isolate, preparing = self.preparing_isolate(())
+        await preparing
+        return isolate
+
+    def preparing_isolate(self, close_first: Sequence[Any]) -> tuple[Any, asyncio.Future[None]]:
+        """A new isolate and the future of its preparation on the engine thread (after
+        ``close_first`` are disposed there)."""
         from .engine import Isolate
 
         isolate = Isolate(self.near_data_limit)
-        await isolate.prepare(self.loop, self.boot_values(), self.memory_limit_mb * MB, LAYOUT,
-                              close_first)
-        return isolate
+        return isolate, isolate.prepare(self.loop, self.boot_values(), self.memory_limit_mb * MB,
+                                        LAYOUT, close_first)
 
     def near_data_limit(self, data_bytes: int | None = None) -> bool:
         """Whether this process is within DATA_HEADROOM of its data limit (``data_bytes``: its
@@ -573,28 +581,31 @@ class Child:
     def prepare_spare(self) -> None:
         """Refill the stock of prepared isolates, one preparation at a time, between runs."""
         if self.spare_task is None and not self.serving and len(self.spares) < SPARE_ISOLATES:
-            self.spare_task = asyncio.ensure_future(self._prepare_spare())
+            self.spare_ready = self.loop.create_future()
+            self.spare_task = asyncio.ensure_future(self._prepare_spare(self.spare_ready))
 
-    async def _prepare_spare(self) -> None:
+    async def _prepare_spare(self, ready: asyncio.Future[None]) -> None:
         try:
             # An isolate that cannot get memory while it is being created takes the process
             # down, and the last one may hold the process's data limit until it is gone.
             await self.disposed()
             close_first, self.finished_isolates = self.finished_isolates, []
-            preparing = self.new_isolate(close_first)
+            isolate, preparing = self.preparing_isolate(close_first)
             if close_first:
                 # Disposing stays bounded as it was on a trip of its own (see close_isolate);
                 # the creation that follows on the same trip takes ~1 ms of the bound.
-                isolate = await asyncio.wait_for(preparing, DISPOSE_TIMEOUT_S)
+                await asyncio.wait_for(preparing, DISPOSE_TIMEOUT_S)
             else:
-                isolate = await preparing
+                await preparing
         except TimeoutError:
             self.send(Recycle("the isolate could not be disposed"))
             os._exit(0)
         except Exception:
             return  # the next run creates its own, and reports what stops it
         finally:
-            self.spare_task = None
+            self.spare_task = self.spare_ready = None
+            if not ready.done():
+                ready.set_result(None)
         self.spares.append(isolate)
         self.prepare_spare()
 
@@ -613,8 +624,10 @@ class Child:
         moment cannot get memory, and V8 aborts the whole process for that (SIGABRT, nothing
         on stderr), which the host could only report as a crash."""
         await self.disposed()
-        if self.spare_task is not None:
-            await asyncio.wait({self.spare_task})
+        if self.spare_ready is not None:
+            # (a future of its own, not the task: a wait that is cancelled leaves the
+            # preparation be, without asyncio.wait's set of callbacks on every run)
+            await self.spare_ready
         while self.finished_isolates:  # no preparation came to dispose them
             await self.close_isolate(self.finished_isolates.pop())
 
