@@ -448,6 +448,51 @@ async def output_cost(trees: list[str], rounds: int) -> dict[str, Any]:
                          for side, m in medians.items()}}
 
 
+ISOLATE_COST_SCRIPT = r"""
+import asyncio, json, sys, time
+from py_mini_racer import init_mini_racer
+dll = init_mini_racer(flags=["--single-threaded", "--no-sparkplug", "--no-decommit-pooled-pages",
+                             "--max-old-space-size=256"])
+from codemode._child import engine, snapshot
+from codemode._child.main import Child
+variant, n = sys.argv[1], int(sys.argv[2])
+child = Child(1, 128, 1 << 20, 100, 0, 1)
+child.load_stdlib()
+runtime = engine._with_config(child.config_json())
+modules = engine.SNAPSHOT_MODULES if variant == "runtime+console" else ()
+preload = {m: child.stdlib_sources[m] for m in modules}
+source = "0" if variant == "V8 alone" else f"{runtime}\n__codemode_preload({json.dumps(preload)});"
+assert snapshot.install(dll, source) is None
+engine._use_os_entropy(dll)
+loop, thread, alive = asyncio.new_event_loop(), engine._CallbackThread(), []
+for i in range(n + 20):
+    if i == 20:
+        started = time.process_time()
+    ctx, free = engine._new_context(loop, lambda _id, _raw: False, thread)
+    alive.append(free)
+    if len(alive) > 2:  # (two stay alive, as a child's spares do: the read-only heap is shared)
+        alive.pop(0)()
+print(json.dumps({"us": (time.process_time() - started) / n * 1e6}))
+"""
+ISOLATE_VARIANTS = ("V8 alone", "runtime", "runtime+console")
+
+
+def isolate_cost(n: int, rounds: int) -> dict[str, Any]:
+    """CPU to create and free one bare context through mini-racer (its isolate, its thread,
+    its context) from a snapshot of: V8 alone (an empty script), the runtime (with the tool
+    path it exercises), and the runtime with the modules a child preloads (console): V8's own
+    part of a run, and what the runtime and console add to every isolate. Each variant in a
+    fresh process, ``n`` contexts, in alternating rounds."""
+    cpu: dict[str, list[float]] = {v: [] for v in ISOLATE_VARIANTS}
+    for r in range(rounds):
+        for variant in (ISOLATE_VARIANTS if r % 2 == 0 else ISOLATE_VARIANTS[::-1]):
+            out = subprocess.run([sys.executable, "-c", ISOLATE_COST_SCRIPT, variant, str(n)],
+                                 capture_output=True, text=True, check=True, timeout=300)
+            cpu[variant].append(json.loads(out.stdout.strip().splitlines()[-1])["us"])
+    return {"n": n, "rounds": rounds, "cpu_us": cpu,
+            "median_cpu_us": {v: statistics.median(c) for v, c in cpu.items()}}
+
+
 async def one_scenario(name: str, n: int) -> None:
     """One load scenario on a fresh pool, as the reference's harness runs one (the body of
     a :func:`cpu_vs_reference` sample)."""
@@ -506,6 +551,8 @@ def main() -> None:
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
     parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
     parser.add_argument("--cpu-per-run", action="store_true", help="CPU a trivial run costs")
+    parser.add_argument("--isolate-cost", action="store_true",
+                        help="CPU to create and free a bare isolate: V8 alone, + runtime, + console")
     parser.add_argument("--tool-call-cost", action="store_true", help="CPU and switches per tool call")
     parser.add_argument("--env-ab", metavar="VAR=A,B",
                         help="child CPU with a child environment variable at two values, side by side")
@@ -560,6 +607,13 @@ def main() -> None:
         print(f"{cost['calls']} calls: wall {cost['wall_us_per_call']:.0f} us/call, child CPU "
               f"{cost['child_cpu_us_per_call']:.0f} us, host CPU {cost['host_cpu_us_per_call']:.0f} us, "
               f"child thread switches {cost['child_switches_per_call']:.1f}/call")
+        return
+    if args.isolate_cost:
+        cost = isolate_cost(args.n, max(args.rounds, 3))
+        (out_dir / "isolate_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
+        m = cost["median_cpu_us"]
+        print(f"one isolate created and freed, from a snapshot of (median of {cost['rounds']} rounds of "
+              f"{cost['n']}): " + ", ".join(f"{v} {m[v]:.0f} us" for v in ISOLATE_VARIANTS))
         return
     if args.cpu_per_run:
         cpu = asyncio.run(cpu_per_run(max(args.n, 2000)))
