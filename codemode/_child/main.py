@@ -624,10 +624,13 @@ class Child:
         moment cannot get memory, and V8 aborts the whole process for that (SIGABRT, nothing
         on stderr), which the host could only report as a crash."""
         await self.disposed()
-        if self.spare_ready is not None:
-            # (a future of its own, not the task: a wait that is cancelled leaves the
-            # preparation be, without asyncio.wait's set of callbacks on every run)
-            await self.spare_ready
+        # A future the preparation resolves, not asyncio.wait's set of callbacks on every
+        # run; a wait for it that was cancelled cancelled it too: then the task itself.
+        ready = self.spare_ready
+        if ready is not None and not ready.cancelled():
+            await ready
+        elif self.spare_task is not None:
+            await asyncio.wait({self.spare_task})
         while self.finished_isolates:  # no preparation came to dispose them
             await self.close_isolate(self.finished_isolates.pop())
 
