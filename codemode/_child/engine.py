@@ -44,7 +44,6 @@ from py_mini_racer._context import Context, ContextType
 from py_mini_racer._dll import init_mini_racer, mr_callback_func
 from py_mini_racer._exc import JSEvalException
 from py_mini_racer._objects import ObjectFactoryImpl
-from py_mini_racer._types import JSUndefined
 
 from .._protocol import SNAPSHOT_TURNED_OFF
 from ..stdlib import blank_comment_lines
@@ -64,6 +63,16 @@ _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's a
 _JOURNAL_HEADER = 16
 _STRING = 5
 """mini-racer's type code of a UTF-8 string value (``_MiniRacerTypes.str_utf8``)."""
+_INTEGER, _UNDEFINED = 3, 11
+"""mini-racer's type codes of an integer and of ``undefined`` (``_MiniRacerTypes``)."""
+_FIRST_ERROR = 200
+"""mini-racer's type codes from here on are errors (``_MiniRacerTypes.execute_exception``...)."""
+
+
+def _raw_string(dll: Any, raw_ctx: Any, text: str) -> Any:
+    """A raw value handle of ``text`` in the context (mini-racer's allocation, no wrapper)."""
+    data = text.encode("utf-8")
+    return dll.mr_alloc_string_val(raw_ctx, data, len(data), _STRING)
 _CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
 _MAX_HELD_FREES = 256
 """Value handles held for a batched free at most (see :class:`Isolate`), so that a run that
@@ -272,7 +281,11 @@ def _new_context(
 
     raw = ContextType(dll.mr_init_context(callback))
     # Callback id 0 is mini-racer's own, for the tasks it never cancels.
-    contexts.append(Context(dll, raw, loop, ObjectFactoryImpl(), itertools.count(1)))
+    # The queue of the tasks mini-racer never cancels (the drain's answer, the setup's) is a
+    # SimpleQueue: a queue.Queue's three conditions and their Python-level waits were ~25
+    # Python calls per isolate, on the engine thread and the isolate's.
+    results: Any = queue.SimpleQueue()  # (mini-racer's annotation says queue.Queue: put and get suffice)
+    contexts.append(Context(dll, raw, loop, ObjectFactoryImpl(), itertools.count(1), {}, results))
 
     def free(keep_alive: Any = callback) -> None:  # the engine calls back until freed
         dll.mr_free_context(raw)
@@ -541,25 +554,27 @@ class Isolate:
         object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
+        dll, raw_ctx = ctx._dll, ctx._ctx
         if _per_isolate_source:  # no snapshot: the runtime itself first
-            self._run_now(ctx._dll.mr_eval, ctx._python_to_value_handle(_per_isolate_source).raw)
-        bell = ctx._python_to_value_handle(self._make_bell(ctx))
+            self._run_now(dll.mr_eval, _raw_string(dll, raw_ctx, _per_isolate_source))
+        # Raw value handles from here on, not mini-racer's wrappers (a conversion and a
+        # finalizer each, ~100 Python calls per preparation): the context's teardown frees
+        # them with the rest.
+        bell = self._make_bell(ctx)
         # The boot hook, read from the bell: the runtime takes the bell (the hook's receiver)
         # and returns the argument array of every call, [api].
-        argv: Any = self._get(bell, ctx._python_to_value_handle(_BOOT_HOOK))
-        self._argv = ctx._python_to_value_handle(argv)
+        self._argv = self._get(bell, _raw_string(dll, raw_ctx, _BOOT_HOOK))
         # argv[0] through mini-racer's JSArray asks the engine for the length first: one
         # more synchronous trip to the isolate's thread (two thread switches) per isolate.
-        api: Any = self._get(self._argv, ctx._python_to_value_handle(0))
-        self._this = ctx._python_to_value_handle(JSUndefined)
-        self._park_this = ctx._python_to_value_handle(1)  # `this` of a park (see runtime.js)
-        self._take_this = ctx._python_to_value_handle(2)  # `this` of a take
-        self._api = ctx._python_to_value_handle(api)
+        self._api = self._get(self._argv, dll.mr_alloc_int_val(raw_ctx, 0, _INTEGER))
+        self._this = dll.mr_alloc_int_val(raw_ctx, 0, _UNDEFINED)
+        self._park_this = dll.mr_alloc_int_val(raw_ctx, 1, _INTEGER)  # `this` of a park (see runtime.js)
+        self._take_this = dll.mr_alloc_int_val(raw_ctx, 2, _INTEGER)  # `this` of a take
         # The first call is the runtime's setup, with the isolate's own values as `this`:
         # it returns the channel. Every later call passes `undefined` (or a number) and the
         # same array, which it ignores.
         channel: Any = self._run_now(
-            ctx._dll.mr_call_function, self._api.raw, ctx._python_to_value_handle(values).raw, self._argv.raw
+            dll.mr_call_function, self._api, _raw_string(dll, raw_ctx, values), self._argv
         )
         self._control = channel[0:16]
         self._inbound = channel[layout["inbound"] : layout["journal"]]
@@ -570,15 +585,17 @@ class Isolate:
         self._capacity = layout["inbound_units"]
         self._sync_capacity = layout["sync_units"]
         self._journal_read = 0
-        # Keep the Python wrappers alive as long as their raw handles are used.
-        self._handles = [argv, api, channel]
+        self._handles = [channel]
 
     def _get(self, obj: Any, key: Any) -> Any:
-        """``obj[key]`` (value handles), read on the isolate's thread (preparation only: a
-        synchronous trip there); raises what the read threw."""
+        """``obj[key]`` (raw value handles), read on the isolate's thread (preparation only:
+        a synchronous trip there); the raw handle of the value, or raises what the read
+        threw."""
         ctx = self.ctx
-        raw = ctx._dll.mr_get_object_item(ctx._ctx, obj.raw, key.raw)
-        return ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
+        raw = ctx._dll.mr_get_object_item(ctx._ctx, obj, key)
+        if raw.contents.type >= _FIRST_ERROR:
+            ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))  # raises it
+        return raw
 
     def _make_bell(self, ctx: Any) -> Any:
         """The bell: a notification (mini-racer's one-way callback) whose callback id this
@@ -588,9 +605,7 @@ class Isolate:
         self._bell_id = self._new_callback_id()
         callbacks[self._bell_id] = self._ring
         self._stack.callback(callbacks.pop, self._bell_id, None)
-        return ctx._value_handle_to_python(
-            ctx._wrap_raw_handle(ctx._dll.mr_make_js_callback(ctx._ctx, self._bell_id))
-        )
+        return ctx._dll.mr_make_js_callback(ctx._ctx, self._bell_id)
 
     def _run_now(self, method: Any, *args: Any) -> Any:
         """Run one engine task to its end, from a thread other than the loop's (preparation
@@ -829,7 +844,7 @@ class Isolate:
         """Post a call of the runtime's ``api`` with ``this`` (under the pump lock); its
         task, kept in flight."""
         ctx = self.ctx
-        task: int = ctx._dll.mr_call_function(ctx._ctx, self._api.raw, this.raw, self._argv.raw, callback_id)
+        task: int = ctx._dll.mr_call_function(ctx._ctx, self._api, this, self._argv, callback_id)
         self._in_flight.add(task)
         return task
 
@@ -930,7 +945,7 @@ class Isolate:
 
     async def _call(self, op: int) -> Any:
         struct.pack_into("<i", self._control, 0, op)
-        return await self._task(self.ctx._dll.mr_call_function, self._api.raw, self._this.raw, self._argv.raw)
+        return await self._task(self.ctx._dll.mr_call_function, self._api, self._this, self._argv)
 
     async def _write(self, text: str, then: int) -> Any:
         """Put ``text`` into the inbound buffer (in as many feeds as it needs), then call."""
@@ -1099,4 +1114,6 @@ class Isolate:
             if self.ctx is not None:
                 object.__setattr__(self.ctx, "_free", _ignore)
                 # Whatever is left there holds a handle that points back at the context.
-                self.ctx._non_cancelable_mr_task_results_queue.queue.clear()
+                results = self.ctx._non_cancelable_mr_task_results_queue
+                while not results.empty():
+                    results.get_nowait()
