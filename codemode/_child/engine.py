@@ -68,11 +68,6 @@ _INTEGER, _UNDEFINED = 3, 11
 _FIRST_ERROR = 200
 """mini-racer's type codes from here on are errors (``_MiniRacerTypes.execute_exception``...)."""
 
-
-def _raw_string(dll: Any, raw_ctx: Any, text: str) -> Any:
-    """A raw value handle of ``text`` in the context (mini-racer's allocation, no wrapper)."""
-    data = text.encode("utf-8")
-    return dll.mr_alloc_string_val(raw_ctx, data, len(data), _STRING)
 _CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
 _MAX_HELD_FREES = 256
 """Value handles held for a batched free at most (see :class:`Isolate`), so that a run that
@@ -84,6 +79,12 @@ _FREE_AFTER = 64
 """Held value handles a pump frees once there are this many (see :class:`Isolate`): two
 come with every tool call, so a run of up to 31 calls frees none until its context's
 teardown frees them all, and a longer one holds at most this many small values."""
+
+
+def _raw_string(dll: Any, raw_ctx: Any, text: str) -> Any:
+    """A raw value handle of ``text`` in the context (mini-racer's allocation, no wrapper)."""
+    data = text.encode("utf-8")
+    return dll.mr_alloc_string_val(raw_ctx, data, len(data), _STRING)
 
 
 def _with_config(config_json: str) -> str:
@@ -336,7 +337,9 @@ class _EngineThread:
 
 
 def _settle(future: asyncio.Future[Any], result: Any, failure: BaseException | None) -> None:
-    if future.cancelled():
+    """On the loop: ``result`` or ``failure`` into ``future``, unless it is already done
+    (cancelled by a caller that stopped waiting, or an entry the loop resolved itself)."""
+    if future.done():
         return
     if failure is None:
         future.set_result(result)
@@ -362,25 +365,12 @@ def _loud(_out: Any) -> bool:
     return False
 
 
-def _resolve_entry(entry: Entry, failure: BaseException | None) -> None:
-    """On the loop: an entry call's return, from the isolate's thread (see Entry)."""
-    if entry.future.done():
-        return
-    if failure is None:
-        entry.future.set_result(None)
-    else:
-        entry.future.set_exception(failure)
-
-
 def _settle_entry(entry: Entry, task: asyncio.Task[Any]) -> None:
     """An entry that ran as a task (several feeds): its outcome, on its future."""
-    if entry.future.done():
-        return
     if task.cancelled():
         entry.future.cancel()
-        return
-    exc = task.exception()
-    _resolve_entry(entry, exc)
+    else:
+        _settle(entry.future, None, task.exception())
 
 
 class Entry:
@@ -407,25 +397,26 @@ class Entry:
 
     def done(self) -> bool:
         """Whether the call has returned (or was stopped); on the loop."""
-        if self.future.done():
-            return True
-        if self.task is None:
-            with self._isolate._pump_lock:
-                returned = self.returned
-            if returned:
-                self.future.set_result(None)
-                return True
-        return False
+        return self._look(want=False)
 
     def want(self) -> None:
         """Have the call's return resolve :attr:`future` on the loop (it may already have)."""
-        if self.future.done() or self.task is not None:
-            return
+        self._look(want=True)
+
+    def _look(self, *, want: bool) -> bool:
+        """Resolve :attr:`future` if the isolate's thread saw the call return (``want``:
+        else have it wake the loop when it does); whether the future is done. An entry
+        that runs as a task resolves its future itself."""
+        if self.future.done():
+            return True
+        if self.task is not None:
+            return False
         with self._isolate._pump_lock:
-            self.wanted = True
+            self.wanted = self.wanted or want
             returned = self.returned
         if returned:
             self.future.set_result(None)
+        return returned
 
     async def wait_for_return(self) -> None:
         """Wait until the call has returned; raises what stopped it."""
@@ -460,7 +451,6 @@ class Isolate:
         self.on_bell: Callable[[], None] = lambda: None
         self.closed = False
         self._drain_posted = False
-        self._handles: list[Any] = []
         self._held: list[Any] = []
         self._near_data_limit = near_data_limit
         self._loop_thread = threading.get_ident()
@@ -585,7 +575,6 @@ class Isolate:
         self._capacity = layout["inbound_units"]
         self._sync_capacity = layout["sync_units"]
         self._journal_read = 0
-        self._handles = [channel]
 
     def _get(self, obj: Any, key: Any) -> Any:
         """``obj[key]`` (raw value handles), read on the isolate's thread (preparation only:
@@ -947,12 +936,9 @@ class Isolate:
         struct.pack_into("<i", self._control, 0, op)
         return await self._task(self.ctx._dll.mr_call_function, self._api, self._this, self._argv)
 
-    async def _write(self, text: str, then: int) -> Any:
-        """Put ``text`` into the inbound buffer (in as many feeds as it needs), then call."""
-        return await self._write_units(text.encode("utf-16-le", "surrogatepass"), then)
-
     async def _write_units(self, data: bytes, then: int) -> Any:
-        """:meth:`_write` for text already encoded as UTF-16 units."""
+        """Put ``data`` (UTF-16 units) into the inbound buffer, in as many feeds as it needs,
+        then call with ``then``."""
         units = len(data) // 2
         cap = self._capacity
         offset = 0
@@ -1010,7 +996,7 @@ class Isolate:
             wake = failure is not None or entry.wanted
         if wake and not self.closed:
             with contextlib.suppress(BaseException):  # a callback from the engine must not raise
-                self.ctx.event_loop.call_soon_threadsafe(_resolve_entry, entry, failure)
+                self.ctx.event_loop.call_soon_threadsafe(_settle, entry.future, None, failure)
         return True
 
     def _cancel_entry(self, entry: Entry) -> None:
@@ -1097,7 +1083,6 @@ class Isolate:
             with self._journal_lock:  # not while the isolate's thread reads the journal
                 self.closed = True
                 self.act_now = None
-            self._handles = []
             self._held = []  # the context's teardown frees them
             for name in ("_control", "_inbound", "_journal", "_sync"):
                 setattr(self, name, memoryview(b""))
