@@ -389,8 +389,6 @@ class Child:
         self.decoder = msgspec.msgpack.Decoder(HostMessage)
         self.spares: list[Any] = []
         self.spare_task: asyncio.Task[Any] | None = None
-        self.spare_ready: asyncio.Future[None] | None = None
-        """Resolved when the preparation in :attr:`spare_task` ends, however it ends."""
         self.serving = False
         """From taking a run off the queue until its isolate is disposed: no preparation
         starts meanwhile (see quiet)."""
@@ -581,10 +579,9 @@ class Child:
     def prepare_spare(self) -> None:
         """Refill the stock of prepared isolates, one preparation at a time, between runs."""
         if self.spare_task is None and not self.serving and len(self.spares) < SPARE_ISOLATES:
-            self.spare_ready = self.loop.create_future()
-            self.spare_task = asyncio.ensure_future(self._prepare_spare(self.spare_ready))
+            self.spare_task = asyncio.ensure_future(self._prepare_spare())
 
-    async def _prepare_spare(self, ready: asyncio.Future[None]) -> None:
+    async def _prepare_spare(self) -> None:
         try:
             # An isolate that cannot get memory while it is being created takes the process
             # down, and the last one may hold the process's data limit until it is gone.
@@ -603,9 +600,7 @@ class Child:
         except Exception:
             return  # the next run creates its own, and reports what stops it
         finally:
-            self.spare_task = self.spare_ready = None
-            if not ready.done():
-                ready.set_result(None)
+            self.spare_task = None
         self.spares.append(isolate)
         self.prepare_spare()
 
@@ -624,12 +619,7 @@ class Child:
         moment cannot get memory, and V8 aborts the whole process for that (SIGABRT, nothing
         on stderr), which the host could only report as a crash."""
         await self.disposed()
-        # A future the preparation resolves, not asyncio.wait's set of callbacks on every
-        # run; a wait for it that was cancelled cancelled it too: then the task itself.
-        ready = self.spare_ready
-        if ready is not None and not ready.cancelled():
-            await ready
-        elif self.spare_task is not None:
+        if self.spare_task is not None:
             await asyncio.wait({self.spare_task})
         while self.finished_isolates:  # no preparation came to dispose them
             await self.close_isolate(self.finished_isolates.pop())
