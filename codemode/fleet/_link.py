@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeGuard, cast
 
 import hiredis
 import redis.asyncio as aioredis
 import redis.exceptions
 
-__all__ = ["Link", "LinkScript", "Links", "open_link", "pack"]
+__all__ = ["Link", "LinkScript", "Links", "Wait", "open_link", "pack"]
 
 log = logging.getLogger("codemode.fleet")
 
@@ -60,9 +61,14 @@ class Link(asyncio.Protocol):
         self._loop = loop
         self._timeout_s = timeout_s
         self._parser = hiredis.Reader()
-        self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self._waiting: collections.deque[asyncio.Future[Any] | Callable[[Any], object]] = (
+            collections.deque())
+        """Who gets each reply, in order: a future, or a sink (a function called with it)."""
         self._transport: asyncio.Transport | None = None
         self._overdue: asyncio.TimerHandle | None = None
+        self._progress = 0.0
+        """Loop time of the last reply, or of the command sent to an idle link: the reply
+        timeout counts from it (see _check_overdue)."""
         self._lost: redis.exceptions.RedisError | None = None
         self.idle_since = time.monotonic()
         self.stream: object = None
@@ -82,19 +88,26 @@ class Link(asyncio.Protocol):
         An error reply comes back as a ``hiredis.ReplyError`` value, not raised."""
         return self.commands((packed,))[0]
 
-    def commands(self, packed: Sequence[bytes]) -> list[asyncio.Future[Any]]:
+    def commands(self, packed: Sequence[bytes],
+                 sinks: Sequence[Callable[[Any], object]] = ()) -> list[asyncio.Future[Any]]:
         """Send several commands in one write (one system call: on the benchmark machine a
         send on a loopback socket costs more than the Python around it); a future for each
-        reply."""
+        reply. ``sinks``: functions that the replies of the first ``len(sinks)`` commands
+        go to instead, called as they are read (no future, no callback to schedule); a
+        command that fails with the link reaches no sink."""
         if self._lost is not None:
             raise self._lost
         assert self._transport is not None
         create = self._loop.create_future
-        futures = [create() for _ in packed]
+        futures = [create() for _ in range(len(packed) - len(sinks))]
+        if not self._waiting:
+            self._progress = self._loop.time()
+        self._waiting.extend(sinks)
         self._waiting.extend(futures)
         self._transport.write(packed[0] if len(packed) == 1 else b"".join(packed))
         if self._overdue is None:
-            self._overdue = self._loop.call_later(self._timeout_s, self._time_out)
+            self._overdue = self._loop.call_at(self._progress + self._timeout_s,
+                                               self._check_overdue)
         return futures
 
     def close(self) -> None:
@@ -117,9 +130,11 @@ class Link(asyncio.Protocol):
                 reply = parser.gets()
                 if reply is False:
                     break
-                future = waiting.popleft()
-                if not future.done():  # its waiter was cancelled: the reply is dropped
-                    future.set_result(reply)
+                taker = waiting.popleft()
+                if callable(taker):
+                    taker(reply)
+                elif not taker.done():  # its waiter was cancelled: the reply is dropped
+                    taker.set_result(reply)
             else:
                 if parser.gets() is not False:
                     raise hiredis.ProtocolError("a reply to no command")
@@ -128,11 +143,9 @@ class Link(asyncio.Protocol):
                 self._transport.close()
             self._fail(redis.exceptions.ConnectionError(f"Redis protocol error: {exc}"))
             return
-        if self._overdue is not None:
-            self._overdue.cancel()
-            self._overdue = (self._loop.call_later(self._timeout_s, self._time_out)
-                             if waiting else None)
-        if not waiting:
+        if waiting:
+            self._progress = self._loop.time()
+        else:
             self.idle_since = time.monotonic()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -142,8 +155,17 @@ class Link(asyncio.Protocol):
 
     # ---- failure ----------------------------------------------------------------------
 
-    def _time_out(self) -> None:
+    def _check_overdue(self) -> None:
+        """One timer per link, not one per command: when it fires, a link still waiting
+        that has had no reply for ``timeout_s`` times out, and one that has had a reply
+        since looks again that long after it. An idle link keeps no timer."""
         self._overdue = None
+        if not self._waiting or self._lost is not None:
+            return
+        due = self._progress + self._timeout_s
+        if due > self._loop.time():
+            self._overdue = self._loop.call_at(due, self._check_overdue)
+            return
         if self._transport is not None:
             self._transport.close()
         self._fail(redis.exceptions.TimeoutError(
@@ -156,9 +178,9 @@ class Link(asyncio.Protocol):
             self._overdue.cancel()
             self._overdue = None
         while self._waiting:
-            future = self._waiting.popleft()
-            if not future.done():
-                future.set_exception(error)
+            taker = self._waiting.popleft()
+            if not callable(taker) and not taker.done():
+                taker.set_exception(error)
 
 
 async def open_link(pool: aioredis.ConnectionPool, timeout_s: float) -> Link:
@@ -215,6 +237,16 @@ class Links:
             link = await self._new_shared()
         return _raise_error(await link.command(pack(*args)))
 
+    async def call_all(self, packed: Sequence[bytes]) -> list[Any]:
+        """Several commands (packed) on the shared link in one write; their replies, in
+        order, once all have come. An error reply raises ``ResponseError`` (the others ran)."""
+        link = self._shared
+        if not _fresh(link):
+            link = await self._new_shared()
+        futures = link.commands(packed)
+        await futures[-1]  # replies come in order: the others are in
+        return [_raise_error(future.result()) for future in futures]
+
     async def blocking(self, *args: str | int | float | bytes, before: Sequence[bytes] = ()) -> Any:
         """One command that may block, on a link of its own for as long as it waits.
 
@@ -222,30 +254,25 @@ class Links:
         to push before waiting for the next message: one system call for both, and Redis
         runs them first. Their replies are not returned (the blocking reply may carry a
         message that must not be lost to their failure): an error among them is logged."""
-        link = await self._take()
-        kept = False
-        ahead: list[asyncio.Future[Any]] = []
-        try:
-            if before:
-                *ahead, last = link.commands((*before, pack(*args)))
-                reply = await last
-                for done in ahead:  # answered before the blocking command, in order
-                    if isinstance(done.result(), hiredis.ReplyError):
-                        log.warning("a command sent ahead of a blocking wait failed: %s",
-                                    done.result())
-            else:
-                reply = await link.command(pack(*args))
-            kept = True
-        finally:
-            if kept and not self._closed:
-                link.idle_since = time.monotonic()
-                self._stock.append(link)
-            else:
-                link.close()
-                for future in ahead:  # failed with the link: nobody else will look
-                    if not future.cancelled():
-                        future.exception()
-        return _raise_error(reply)
+        return await Wait(self, await self._take(), pack(*args), before).reply()
+
+    def blocking_now(self, *args: str | int | float | bytes, before: Sequence[bytes] = (),
+                     on_error: Callable[[str], object] | None = None) -> Wait | None:
+        """:meth:`blocking`, sent now on an idle link from the stock; ``None`` (nothing
+        sent) when the stock has none. ``on_error`` is called with the text of an error
+        reply to a command of ``before``, as soon as it comes: the blocking command
+        behind it may wait long."""
+        link = self._idle()
+        return None if link is None else Wait(self, link, pack(*args), before, on_error)
+
+    def give_back(self, link: Link, usable: bool) -> None:
+        """A blocking command's link after its reply: to the stock, or closed when its wait
+        was cancelled or failed (a reply still to come would be read by the next command)."""
+        if usable and not self._closed:
+            link.idle_since = time.monotonic()
+            self._stock.append(link)
+        else:
+            link.close()
 
     def script(self, source: str) -> LinkScript:
         return LinkScript(self, source)
@@ -265,13 +292,17 @@ class Links:
         return await open_link(self._pool, self._timeout_s)
 
     async def _take(self) -> Link:
+        return self._idle() or await self._open()
+
+    def _idle(self) -> Link | None:
+        """A fresh link from the stock (stale ones met on the way are closed), if any."""
         stock = self._stock
         while stock:
             link = stock.pop()
             if _fresh(link):
                 return link
             link.close()
-        return await self._open()
+        return None
 
     async def _new_shared(self) -> Link:
         async with self._shared_lock:  # concurrent first commands share one connect
@@ -290,6 +321,49 @@ def _fresh(link: Link | None) -> TypeGuard[Link]:
     return link.busy or link.idle_since >= time.monotonic() - STALE_AFTER_S
 
 
+class Wait:
+    """A blocking command in flight on a link of its own (:meth:`Links.blocking`), with the
+    commands sent ahead of it in the same write. :meth:`reply` waits for its reply, then
+    gives the link back (:meth:`Links.give_back`).
+
+    The replies to the commands ahead are read as they come, with no future each: an error
+    among them is logged, and passed to ``on_error`` (a caller whose blocking command may
+    wait long learns of it at once)."""
+
+    def __init__(self, links: Links, link: Link, packed: bytes, before: Sequence[bytes],
+                 on_error: Callable[[str], object] | None = None) -> None:
+        self._links = links
+        self._link = link
+        check = functools.partial(_check_ahead, on_error)
+        (self._last,) = link.commands((*before, packed), [check] * len(before))
+        self._read = False
+
+    def discard(self) -> None:
+        """Give up on a wait whose :meth:`reply` was never awaited: its link is closed (the
+        reply, when it comes, must not reach the link's next user)."""
+        if not self._read:
+            self._read = True
+            self._last.cancel()
+            self._links.give_back(self._link, False)
+
+    async def reply(self) -> Any:
+        self._read = True
+        kept = False
+        try:
+            reply = await self._last
+            kept = True
+        finally:
+            self._links.give_back(self._link, kept)
+        return _raise_error(reply)
+
+
+def _check_ahead(on_error: Callable[[str], object] | None, reply: Any) -> None:
+    if isinstance(reply, hiredis.ReplyError):
+        log.warning("a command sent ahead of a blocking wait failed: %s", reply)
+        if on_error is not None:
+            on_error(str(reply))
+
+
 class LinkScript:
     """A Lua script run by its SHA1 over :meth:`Links.call`; sent whole when Redis does not
     know it (a restart or a SCRIPT FLUSH since it last ran)."""
@@ -298,11 +372,6 @@ class LinkScript:
         self._links = links
         self._source = source
         self.sha = hashlib.sha1(source.encode()).hexdigest()
-
-    def packed(self, keys: Sequence[str], args: Sequence[str | int | float | bytes]) -> bytes:
-        """The script's call, packed, to send ahead of other commands. The script itself
-        (EVAL), not its SHA1: nobody reads this reply in time to send it again."""
-        return pack("EVAL", self._source, len(keys), *keys, *args)
 
     async def __call__(self, keys: Sequence[str], args: Sequence[str | int | float | bytes]) -> Any:
         try:

@@ -13,7 +13,6 @@ support Redis Cluster (the admission key lives in another slot).
   whether the host is still there.
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
-* ``push``: append to a reply channel and re-arm its expiry (see ``_channel.py``).
 * ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
   down), its admission slot freed, its lease dropped, atomically.
 
@@ -95,13 +94,6 @@ if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key
 return redis.call('EXISTS', KEYS[2])
 """
 
-_PUSH: Final = """
--- KEYS: channel   ARGV: ttl_ms, message...
-redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
-return 1
-"""
-
 _FINISH: Final = """
 -- KEYS: up, down, admission, lease   ARGV: key_ttl_ms, job_id, final_msg, close_msg or ''
 local ttl = tonumber(ARGV[1])
@@ -161,7 +153,6 @@ class FleetScripts:
         self._claim = links.script(_CLAIM)
         self._heartbeat = links.script(_HEARTBEAT)
         self._settle = links.script(_SETTLE)
-        self._push = links.script(_PUSH)
         self._finish = links.script(_FINISH)
 
     async def admit(self, admission: str, host: str, queue: str, job_id: str, message: bytes, *,
@@ -195,13 +186,6 @@ class FleetScripts:
                      close: bytes | None) -> None:
         """``keys``: up, down, admission, lease. ``close`` goes on down when a reader waits."""
         await self._finish(keys, [key_ttl_ms, job_id, final, close or b""])
-
-    async def push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> None:
-        await self._push([key], [ttl_ms, *messages])
-
-    def packed_push(self, key: str, messages: tuple[bytes, ...], ttl_ms: int) -> bytes:
-        """:meth:`push` as bytes, to send ahead of a blocking wait (``Links.blocking``)."""
-        return self._push.packed([key], [ttl_ms, *messages])
 
     async def settle(
         self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,

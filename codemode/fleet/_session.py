@@ -39,7 +39,7 @@ from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_fro
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
 from .._request import ResolvedRequest
-from ._channel import pop, push
+from ._channel import packed_push, pop, push
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import worker_gone_text
 from ._keys import JobKeys, admission_key
@@ -293,11 +293,11 @@ class JobSession:
 
     async def _reply(self, message: ToolReply | FetchReply) -> None:
         if self._riders is not None:  # the wait loop sends it with its next BLPOP
-            self._riders.append(self.scripts.packed_push(
+            self._riders.extend(packed_push(
                 self.keys.down, (encode(message),), self.settings.key_ttl_ms))
             return
         try:
-            await push(self.scripts, self.keys.down, encode(message),
+            await push(self.scripts.links, self.keys.down, encode(message),
                        ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS:
             log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
@@ -332,7 +332,7 @@ class JobSession:
                     return False
                 self.started = True  # a quiet start may not have said so yet
                 self.worker = self.worker or result.holder
-                await push(self.scripts, self.keys.down, encode(Cancel(reason)),
+                await push(self.scripts.links, self.keys.down, encode(Cancel(reason)),
                            ttl_ms=self.settings.key_ttl_ms)
                 return True
         return True if self.started else None

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from broker_config import BrokerSettings
-from codemode.fleet._channel import pop, push
+from codemode.fleet._channel import packed_push, pop, push
 from codemode.fleet._client import make_client
 from codemode.fleet._errors import is_broker_error
 from codemode.fleet._link import STALE_AFTER_S, Links, open_link, pack
@@ -56,9 +56,9 @@ async def fleet_connections(client: aioredis.Redis) -> int:
 async def test_a_thousand_pushes_at_once_share_one_connection_and_keep_their_order(
         client: aioredis.Redis, scripts: FleetScripts) -> None:
     k = key()
-    await push(scripts, k, b"first", ttl_ms=60_000)  # the pushing link exists
+    await push(scripts.links, k, b"first", ttl_ms=60_000)  # the pushing link exists
     before = await fleet_connections(client)
-    await asyncio.gather(*(push(scripts, k, str(i).encode(), ttl_ms=60_000)
+    await asyncio.gather(*(push(scripts.links, k, str(i).encode(), ttl_ms=60_000)
                            for i in range(1000)))
     assert await fleet_connections(client) == before
     assert await client.lrange(k, 0, -1) == [b"first", *(str(i).encode() for i in range(1000))]
@@ -70,7 +70,7 @@ async def test_a_pop_waits_for_a_push_and_gives_its_link_back(scripts: FleetScri
     waiting = asyncio.ensure_future(pop(scripts.links, [k], 5.0))
     await asyncio.sleep(0.05)
     assert not waiting.done()
-    await push(scripts, k, b"hello", ttl_ms=60_000)
+    await push(scripts.links, k, b"hello", ttl_ms=60_000)
     assert await waiting == b"hello"
     assert len(scripts.links._stock) == 1
     assert await pop(scripts.links, [k], 0.05) is None  # nothing came: None, on the same link
@@ -87,7 +87,7 @@ async def test_a_cancelled_pop_closes_its_link_so_no_later_message_is_swallowed(
         await waiting
     assert scripts.links._stock == []  # not given back: its BLPOP may still be answered
     await asyncio.sleep(0.05)  # Redis sees the connection close
-    await push(scripts, k, b"kept", ttl_ms=60_000)
+    await push(scripts.links, k, b"kept", ttl_ms=60_000)
     assert await pop(scripts.links, [k], 1.0) == b"kept"
 
 
@@ -105,12 +105,23 @@ async def test_a_link_idle_past_the_health_check_interval_is_replaced(
 async def test_a_script_redis_has_lost_is_sent_whole(
         client: aioredis.Redis, scripts: FleetScripts) -> None:
     k = key()
-    await push(scripts, k, b"one", ttl_ms=60_000)
+    append = scripts.links.script("return redis.call('RPUSH', KEYS[1], ARGV[1])")
+    assert await append([k], [b"one"]) == 1
     await client.script_flush()
-    await push(scripts, k, b"two", ttl_ms=60_000)
-    await push(scripts, k, b"three", ttl_ms=60_000)
+    assert await append([k], [b"two"]) == 2
+    assert await append([k], [b"three"]) == 3
     assert await client.lrange(k, 0, -1) == [b"one", b"two", b"three"]
-    assert 0 < await client.pttl(k) <= 60_000
+    await client.delete(k)
+
+
+async def test_a_push_re_arms_its_key_s_expiry(client: aioredis.Redis,
+                                               scripts: FleetScripts) -> None:
+    k = key()
+    await push(scripts.links, k, b"one", b"two", ttl_ms=60_000)
+    await client.pexpire(k, 5_000)
+    await push(scripts.links, k, b"three", ttl_ms=60_000)
+    assert await client.lrange(k, 0, -1) == [b"one", b"two", b"three"]
+    assert 5_000 < await client.pttl(k) <= 60_000
     await client.delete(k)
 
 
@@ -120,7 +131,7 @@ async def test_a_redis_restart_fails_what_is_in_flight_and_the_next_command_reco
     client = make_client(settings)
     scripts = FleetScripts(Links(client.connection_pool, timeout_s=settings.socket_timeout_s))
     try:
-        await push(scripts, "k", b"before", ttl_ms=60_000)
+        await push(scripts.links, "k", b"before", ttl_ms=60_000)
         waiting = asyncio.ensure_future(pop(scripts.links, ["nothing"], 20.0))
         await asyncio.sleep(0.1)
         await asyncio.to_thread(private_redis.restart)
@@ -128,7 +139,7 @@ async def test_a_redis_restart_fails_what_is_in_flight_and_the_next_command_reco
             await asyncio.wait_for(waiting, 10.0)
         assert is_broker_error(lost.value)
         assert scripts.links._stock == []
-        await push(scripts, "k", b"after", ttl_ms=60_000)  # a new pushing link
+        await push(scripts.links, "k", b"after", ttl_ms=60_000)  # a new pushing link
         assert await pop(scripts.links, ["k"], 1.0) == b"after"  # restarted empty
     finally:
         await scripts.links.aclose()
@@ -146,12 +157,23 @@ async def test_a_redis_that_stops_answering_times_the_link_out(client: aioredis.
         link.command(pack("PING"))
 
 
+async def test_a_link_that_keeps_answering_never_times_out(client: aioredis.Redis) -> None:
+    """The reply timeout counts from the last reply, not from the first command: one link
+    kept busy for three times its timeout, each reply within it, stays up."""
+    link = await open_link(client.connection_pool, timeout_s=0.4)
+    began = time.monotonic()
+    while time.monotonic() - began < 1.2:
+        assert await link.command(pack("BLPOP", key(), 0.2)) is None
+    assert link.usable
+    link.close()
+
+
 async def test_an_error_reply_raises_and_a_closed_channel_refuses_new_links(
         client: aioredis.Redis, scripts: FleetScripts) -> None:
     k = key()
     await client.set(k, "not a list")
     with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
-        await push(scripts, k, b"x", ttl_ms=60_000)
+        await push(scripts.links, k, b"x", ttl_ms=60_000)
     with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
         await pop(scripts.links, [k], 0.1)
     await client.delete(k)
@@ -163,16 +185,15 @@ async def test_an_error_reply_raises_and_a_closed_channel_refuses_new_links(
 async def test_pushes_ride_ahead_of_a_pop_in_one_write_and_a_failed_one_is_only_logged(
         client: aioredis.Redis, scripts: FleetScripts, caplog: pytest.LogCaptureFixture) -> None:
     k, other = key(), key()
-    riders = [scripts.packed_push(other, (b"reply",), 60_000),
-              scripts.packed_push(k, (b"mine",), 60_000)]
+    riders = [*packed_push(other, (b"reply",), 60_000), *packed_push(k, (b"mine",), 60_000)]
     assert await pop(scripts.links, [k], 1.0, before=riders) == b"mine"  # Redis ran them first
     assert await client.lrange(other, 0, -1) == [b"reply"]
     assert 0 < await client.pttl(other) <= 60_000
     await client.set(other, "not a list")
-    await push(scripts, k, b"next", ttl_ms=60_000)
+    await push(scripts.links, k, b"next", ttl_ms=60_000)
     with caplog.at_level("WARNING", logger="codemode.fleet"):
         got = await pop(scripts.links, [k], 1.0,
-                        before=[scripts.packed_push(other, (b"lost",), 60_000)])
+                        before=packed_push(other, (b"lost",), 60_000))
     assert got == b"next"
     assert "sent ahead of a blocking wait failed" in caplog.text and "WRONGTYPE" in caplog.text
     await client.delete(k, other)
@@ -195,7 +216,7 @@ async def test_links_connect_the_way_the_url_says_over_a_unix_socket(tmp_path: P
         client = make_client(settings)
         scripts = FleetScripts(Links(client.connection_pool, timeout_s=settings.socket_timeout_s))
         try:
-            await push(scripts, "k", b"over a unix socket", ttl_ms=60_000)
+            await push(scripts.links, "k", b"over a unix socket", ttl_ms=60_000)
             assert await client.lrange("k", 0, -1) == [b"over a unix socket"]  # in db 3
             assert await pop(scripts.links, ["k"], 1.0) == b"over a unix socket"
         finally:

@@ -244,6 +244,32 @@ async def test_a_cancel_reaches_a_run_that_makes_no_calls(
     assert f"job {job_id}: cancelled by its host" in logs
 
 
+async def test_a_cancel_reaches_a_run_that_has_stopped_calling_tools(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object) -> None:
+    """After a reply, the worker's reader waits a moment for the program's next call (whose
+    push rides with its next BLPOP), then reads the channel alone: a program that goes on
+    computing after its calls still hears its host cancel it."""
+    prefix = private_prefix.key_prefix
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        return tool_result(1)
+
+    async with FleetExecutor(settings=private_prefix) as ex:
+        task = asyncio.ensure_future(ex.execute(
+            "async () => { for (let i = 0; i < 5; i++) await t.echo(i); for (;;) {} }",
+            providers=TOOLS, dispatch=dispatch, timeout=60_000))
+        [job_id] = await eventually(lambda: job_ids(redis_sync, prefix, "lease"), 30,
+                                    "the run to start")
+        await asyncio.sleep(0.5)  # its calls answered, the program spins
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        keys = keys_of(prefix, job_id)
+        await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
+    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    assert f"job {job_id}: cancelled by its host" in logs
+
+
 async def test_every_key_expires(private_prefix: BrokerSettings,
                                  redis_sync: redis.Redis) -> None:
     prefix = private_prefix.key_prefix
