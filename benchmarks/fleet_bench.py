@@ -7,7 +7,8 @@ concurrency 2), and an in-process IsolateExecutor with the same pool size, then 
 * a job making 10 sequential tool calls, fleet and in-process (each timed row alternates
   the two in blocks of BLOCK jobs);
 * one tool call over the reply channel (from the slope of 0 vs 50 sequential calls),
-  against a raw Redis list round trip (RPUSH/BLPOP between two processes, hiredis);
+  against a raw Redis list round trip (RPUSH/BLPOP between two processes, hiredis), timed
+  in blocks between the blocks of jobs (and once more after them, back to back);
 * throughput of trivial jobs with 16 in flight from one host;
 * Celery's own round trip on the same worker and queue: a ``codemode.ping`` task (no
   isolate, no claim: the worker pushes ``pong`` onto a list the host waits on), sent with
@@ -77,7 +78,9 @@ import sys, redis
 r = redis.Redis.from_url(sys.argv[1])
 print("ready", flush=True)
 while True:
-    item = r.blpop(["ping"], timeout=0)
+    item = r.blpop(["ping"], timeout=1)  # not 0: redis-py 8 times a socket out in 5 s
+    if item is None:
+        continue
     if item[1] == b"stop":
         break
     r.rpush("pong", item[1])
@@ -103,11 +106,12 @@ BLOCK = 50
 
 
 async def side_by_side(runs: dict[str, Callable[[], Awaitable[Any]]], n: int,
-                       warmup: int = 10) -> dict[str, list[float]]:
+                       warmup: int = 10, raw: RawEcho | None = None) -> dict[str, list[float]]:
     """``n`` timed jobs of each kind, in alternating blocks of BLOCK: the fleet's overhead
     is a difference of two medians, and this machine's speed drifts by more than that
     between one measurement and the next (one run measured in-process trivial jobs at 2.0
-    ms where 0.9 is usual, and the fleet as adding 1.1 ms)."""
+    ms where 0.9 is usual, and the fleet as adding 1.1 ms). ``raw``: a block of raw Redis
+    round trips after each block of jobs (see RawEcho)."""
     for run in runs.values():
         for _ in range(warmup):
             await run()
@@ -118,6 +122,9 @@ async def side_by_side(runs: dict[str, Callable[[], Awaitable[Any]]], n: int,
                 began = time.perf_counter()
                 await run()
                 samples[name].append((time.perf_counter() - began) * 1000)
+            if raw is not None:
+                await asyncio.sleep(RAW_SETTLE_S)  # the last job's aftermath, not the raw's
+                raw.sample(RAW_BLOCK)
     return samples
 
 
@@ -177,53 +184,80 @@ def celery_round_trip(url: str, runs: int, *, pushed: bool = False) -> list[floa
     return samples
 
 
-def raw_list_round_trip(url: str, runs: int) -> list[float]:
-    echo = subprocess.Popen([sys.executable, "-c", ECHO, url], stdout=subprocess.PIPE)
-    try:
-        assert echo.stdout is not None
-        echo.stdout.readline()
-        client = redis.Redis.from_url(url)
-        samples = []
-        for i in range(runs + 50):
+RAW_BLOCK = 100
+"""Raw round trips timed after each block of jobs (see RawEcho)."""
+RAW_SETTLE_S = 0.1
+"""The pause before a block of raw round trips: the last job's aftermath (a spare isolate
+prepared, a worker's acks) runs in it rather than during the raw block."""
+
+
+class RawEcho:
+    """A raw Redis list round trip (RPUSH here, BLPOP and RPUSH in an echo process, BLPOP
+    here: sync redis-py with hiredis on both sides), timed in blocks between the blocks of
+    jobs: the fleet's call bound is twice its median, and on this machine it moves as much
+    as the fleet's call does between one minute and the next (0.13 ms in one run, 0.30 in
+    the next, measured after the jobs; the fleet's call 0.47-0.50 in both)."""
+
+    def __init__(self, url: str) -> None:
+        self._echo = subprocess.Popen([sys.executable, "-c", ECHO, url], stdout=subprocess.PIPE)
+        assert self._echo.stdout is not None
+        self._echo.stdout.readline()
+        self._client = redis.Redis.from_url(url)
+        self.samples: list[float] = []
+        self.sample(50, keep=False)
+
+    def sample(self, runs: int, *, keep: bool = True) -> list[float]:
+        client, samples = self._client, []
+        for _ in range(runs):
             began = time.perf_counter()
             client.rpush("ping", b"x")
             client.blpop(["pong"], timeout=5)
-            if i >= 50:
-                samples.append((time.perf_counter() - began) * 1000)
-        client.rpush("ping", b"stop")
-        client.close()
+            samples.append((time.perf_counter() - began) * 1000)
+        if keep:
+            self.samples.extend(samples)
         return samples
-    finally:
-        echo.wait(10)
+
+    def close(self) -> None:
+        self._client.rpush("ping", b"stop")
+        self._client.close()
+        self._echo.wait(10)
 
 
 async def measure(url: str, runs: int) -> dict[str, Any]:
     settings = BrokerSettings(redis_url=url)
     out: dict[str, Any] = {}
-    async with IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local, \
-            FleetExecutor(settings=settings) as fleet:
-        executors = {"inprocess": local, "fleet": fleet}
-        rows = {
-            "trivial": (lambda ex: ex.execute("() => 0"), runs),
-            "10_tool_calls": (lambda ex: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch),
-                              runs),
-            "50_tool_calls": (lambda ex: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
-                              max(20, runs // 5)),
-        }
-        for row, (job, n) in rows.items():
-            samples = await side_by_side(
-                {name: (lambda ex=ex, job=job: job(ex)) for name, ex in executors.items()}, n)
-            for name in executors:
-                out[f"{name}_{row}"] = summarize(samples[name])
-        for name, executor in executors.items():
-            fifty = out.pop(f"{name}_50_tool_calls")
-            out[f"{name}_one_tool_call"] = {
-                "median_ms": round((fifty["median_ms"] - out[f"{name}_trivial"]["median_ms"])
-                                   / 50, 3),
-                "how": "(median of a 50-call job - median of a trivial job) / 50",
+    raw = RawEcho(url)
+    try:
+        async with IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local, \
+                FleetExecutor(settings=settings) as fleet:
+            executors = {"inprocess": local, "fleet": fleet}
+            rows = {
+                "trivial": (lambda ex: ex.execute("() => 0"), runs),
+                "10_tool_calls": (lambda ex: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch),
+                                  runs),
+                "50_tool_calls": (lambda ex: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
+                                  max(20, runs // 5)),
             }
-            out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
-    out["redis_list_round_trip"] = summarize(raw_list_round_trip(url, runs * 5))
+            for row, (job, n) in rows.items():
+                samples = await side_by_side(
+                    {name: (lambda ex=ex, job=job: job(ex)) for name, ex in executors.items()}, n,
+                    raw=raw)
+                for name in executors:
+                    out[f"{name}_{row}"] = summarize(samples[name])
+            for name, executor in executors.items():
+                fifty = out.pop(f"{name}_50_tool_calls")
+                out[f"{name}_one_tool_call"] = {
+                    "median_ms": round((fifty["median_ms"] - out[f"{name}_trivial"]["median_ms"])
+                                       / 50, 3),
+                    "how": "(median of a 50-call job - median of a trivial job) / 50",
+                }
+                out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
+        out["redis_list_round_trip"] = {**summarize(raw.samples),
+                                        "how": "in blocks of 100 between the blocks of jobs"}
+        out["redis_list_round_trip_alone"] = {**summarize(raw.sample(runs * 5)),
+                                              "how": "after the jobs, back to back"}
+    finally:
+        raw.close()
     out["celery_noop_round_trip"] = summarize(celery_round_trip(url, runs))
     out["celery_noop_pushed_round_trip"] = summarize(celery_round_trip(url, runs, pushed=True))
     return out
@@ -313,29 +347,41 @@ def worker_ab(tree: str, jobs: int) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+PUSH_SCRIPT = """
+redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+return 1
+"""
+"""The channel's push as a script, as the fleet sent it until RPUSH and PEXPIRE went
+pipelined (``codemode/fleet/_channel.py``)."""
+
+
 async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict[str, float]]:
-    """One push script per command, through redis-py's client and through a link, in
-    alternating blocks of ``block`` commands; wall and CPU (this process) per command."""
+    """One push per command, in alternating blocks of ``block`` commands: as a script
+    through redis-py's client and through a link, and as the channel pushes now (RPUSH and
+    PEXPIRE in one write on a link); wall and CPU (this process) per push."""
+    from codemode.fleet._channel import push
     from codemode.fleet._client import make_client
     from codemode.fleet._link import Links
-    from codemode.fleet._scripts import _PUSH
 
     settings = BrokerSettings(redis_url=url)
     client = make_client(settings)
     links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
-    through_client = client.register_script(_PUSH)
-    through_link = links.script(_PUSH)
+    through_client = client.register_script(PUSH_SCRIPT)
+    through_link = links.script(PUSH_SCRIPT)
     message = b"x" * 200
     ways: dict[str, Callable[[], Awaitable[Any]]] = {
-        "redis-py client": lambda: through_client(keys=["bench:push"], args=[60_000, message]),
-        "link": lambda: through_link(["bench:push"], [60_000, message]),
+        "script, redis-py client": lambda: through_client(keys=["bench:push"],
+                                                          args=[60_000, message]),
+        "script, link": lambda: through_link(["bench:push"], [60_000, message]),
+        "RPUSH + PEXPIRE, link": lambda: push(links, "bench:push", message, ttl_ms=60_000),
     }
     spent = {name: [0.0, 0.0, 0] for name in ways}
     try:
         for way in ways.values():  # connect, load the script
             await way()
-        for i in range(2 * commands // block):
-            name = list(ways)[i % 2]
+        for i in range(len(ways) * commands // block):
+            name = list(ways)[i % len(ways)]
             way = ways[name]
             wall, cpu = time.perf_counter(), time.process_time()
             for _ in range(block):
@@ -365,6 +411,8 @@ def table(results: dict[str, Any]) -> str:
                  f"{results['fleet_throughput_per_s']:>12.1f}")
     lines.append(f"{'raw Redis list round trip':<34}{'':>12}"
                  f"{results['redis_list_round_trip']['median_ms']:>12.3f}")
+    lines.append(f"{'  the same, after the jobs':<34}{'':>12}"
+                 f"{results['redis_list_round_trip_alone']['median_ms']:>12.3f}")
     lines.append(f"{'Celery no-op task round trip':<34}{'':>12}"
                  f"{results['celery_noop_round_trip']['median_ms']:>12.3f}")
     lines.append(f"{'  the same, pushed as a job is':<34}{'':>12}"
