@@ -8,9 +8,9 @@
        ▼ started
     heartbeat every lease_ttl/3: lease, key expiries, admission slot; host key gone ─▶
        pending tool calls reject with host_gone_text(), later ones at once
-    reader (from the first relayed call, or READER_DELAY_S into the run): BLPOP down ─▶
-       ToolReply/FetchReply to the pending call by id (stale or garbage dropped), Cancel
-       stops the run
+    reader (_reader.py; from the first relayed call, or READER_DELAY_S into the run):
+       BLPOP down, a call's push riding ahead of it ─▶ ToolReply/FetchReply to the pending
+       call by id (stale or garbage dropped), Cancel stops the run
     IsolateExecutor.execute(dispatch=relay_call, outbound=relay_fetch|None|UNSET)
       (kind=invoke: IsolateExecutor.invoke_handle; kind=release: release_handle)
     ─▶ Finished(outcome) | Failed(fault) on up, admission slot freed, lease deleted
@@ -36,7 +36,7 @@ from typing import Any, Final
 import msgspec
 import redis.asyncio as aioredis
 
-from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
+from broker_config import BrokerSettings
 
 from .. import _texts
 from .._config import UNSET
@@ -53,11 +53,12 @@ from .._faults import (
 )
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
-from ._channel import packed_push, pop, popped, push
+from ._channel import packed_push, push
 from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
 from ._handles import HandleRoute, WorkerHandle, WorkerHandles
 from ._keys import JobKeys, admission_key, host_key, worker_key
-from ._link import Links, Wait
+from ._link import Links
+from ._reader import DownReader
 from ._scripts import FleetScripts
 from ._wire import (
     SCHEMA_VERSIONS,
@@ -189,14 +190,12 @@ class _Job:
         self.broker_lost = False
         self.ended = False
         self.run_task: asyncio.Task[Any] | None = None
-        self.reader: asyncio.Task[None] | None = None
+        self.reader: DownReader | None = None
         self.heartbeat: asyncio.Task[None] | None = None
         self.dropped = 0
         self.announced = not spec.quiet_start
         """Whether the host has (or is about to have) this job's Started."""
         self._announcing: asyncio.Task[None] | None = None
-        self._parked: asyncio.Future[Wait | None] | None = None
-        """Set while the reader waits for the program's next call (see _park)."""
 
     # ---- the job's life ---------------------------------------------------------------
 
@@ -245,7 +244,7 @@ class _Job:
                 self.run_task.cancel()
                 start_reader.cancel()
                 if self.reader is not None:
-                    self.reader.cancel()
+                    self.reader.stop(close=True)
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._final(Failed(Disposed(
                         "The worker shut down during this run; the program had started.",
@@ -262,11 +261,7 @@ class _Job:
             if announce is not None:
                 announce.cancel()
             self._fail_pending("This run has ended.")
-        reader = self.reader
-        if reader is not None and self._parked is not None:
-            reader.cancel()  # parked: no BLPOP in flight for a Close to end
-            reader = None
-        await self._final(final, reader=reader)
+        await self._final(final, reader=self.reader)
         elapsed = (time.monotonic() - started_at) * 1000
         kind = "finished" if isinstance(final, Finished) else f"failed {final.fault.code}"
         what = "job" if self.spec.kind == "run" else f"{self.spec.kind} job"
@@ -369,12 +364,13 @@ class _Job:
             await self.runner.executor.release_handle(entry.local)
         return Outcome()
 
-    async def _final(self, final: Finished | Failed,
-                     reader: asyncio.Task[None] | None = None) -> None:
+    async def _final(self, final: Finished | Failed, reader: DownReader | None = None) -> None:
         """Send the outcome, free the slot, drop the lease, and end the reader cleanly (a
         message of its own on down wakes its BLPOP, so its connection stays reusable)."""
         final_msg = encode(final)
-        close_msg = None if reader is None else encode(Close())
+        if reader is not None:
+            reader.stop()
+        close_msg = encode(Close()) if reader is not None and reader.in_flight else None
         for attempt in range(FINAL_PUSH_ATTEMPTS):
             try:
                 # One script: ~0.2 ms less client work than the same six commands as a
@@ -391,9 +387,8 @@ class _Job:
                     break
                 await asyncio.sleep(0.5 * (attempt + 1))
         if reader is not None:
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-                await asyncio.wait_for(reader, READER_DRAIN_S)
-            reader.cancel()
+            await reader.drained(READER_DRAIN_S)
+            reader.stop(close=True)
 
     # ---- liveness ---------------------------------------------------------------------
 
@@ -427,79 +422,42 @@ class _Job:
 
     # ---- the down channel -------------------------------------------------------------
 
-    async def _read_down(self, wait: Wait | None = None) -> None:
-        """Read down until the run ends. ``wait``: a BLPOP already sent (with a call's push
-        ahead of it, see :meth:`_ask`)."""
-        links = self.runner.links
-        park = False
-        # ``ended`` also stops the loop within one blocking wait, should a cancel not reach
-        # it (the reader is cancelled at the run's end, and a Close wakes its BLPOP).
-        while not self.ended:
-            try:
-                if wait is None and park and not self.pending:
-                    wait = await self._park()
-                if wait is None:
-                    raw = await pop(links, [self.keys.down], MAX_BLOCKING_WAIT_S)
-                else:
-                    raw = popped(await wait.reply())
-            except BROKER_ERRORS as exc:
-                if self.ended:
-                    return
-                log.warning("job %s: reply channel lost (%s)", self.spec.job_id, exc)
-                self.broker_lost = True
-                self._fail_pending(BROKER_LOST_TEXT)
-                return
-            wait, park = None, False
-            if raw is None:
-                if self.ended:
-                    return
-                continue
-            try:
-                message: DownMessage = decode_down(raw)
-            except msgspec.DecodeError as exc:
-                self.dropped += 1
-                log.warning("job %s: dropped a message on its reply channel that is not a "
-                            "reply (%d bytes: %s)", self.spec.job_id, len(raw), exc)
-                continue
-            match message:
-                case Close():
-                    return
-                case Cancel(reason=reason):
-                    log.info("job %s: cancelled by its host (%s)", self.spec.job_id, reason)
-                    if self.run_task is not None:
-                        self.run_task.cancel()
-                case ToolReply(call_id=call_id) | FetchReply(call_id=call_id):
-                    future = self.pending.get(call_id)
-                    if future is None or future.done():
-                        log.info("job %s: dropped a stale reply to call %d",
-                                 self.spec.job_id, call_id)
-                        continue
-                    future.set_result(message)
-                    # Let the call take its answer back to the program first: its next
-                    # call, if it comes soon, brings the next BLPOP with it (_park).
-                    await asyncio.sleep(0)
-                    park = True
-
-    async def _park(self) -> Wait | None:
-        """After a reply, with no call pending: wait for the program's next call, whose push
-        goes up in one write with this reader's next BLPOP (:meth:`_ask`): one system call
-        and one command fewer per relayed call on both sides of Redis. Returns that BLPOP,
-        or ``None`` after READER_DELAY_S without a call (the reader then waits alone, so a
-        Cancel is read within READER_DELAY_S, as before a reader starts)."""
-        loop = asyncio.get_running_loop()
-        parked: asyncio.Future[Wait | None] = loop.create_future()
-        self._parked = parked
-        timer = loop.call_later(READER_DELAY_S, parked.set_result, None)
+    def _on_down(self, raw: bytes | None) -> bool:
+        """A message on down (``None``: the reader's BLPOP timed out), inside the reader's
+        link (``_reader.py``); returns whether the reader parks (no call is pending)."""
+        if raw is None:
+            return False
         try:
-            return await parked
-        except asyncio.CancelledError:
-            # Cancelled after a call handed its BLPOP over: nobody will read that reply.
-            if parked.done() and not parked.cancelled() and (sent := parked.result()):
-                sent.discard()
-            raise
-        finally:
-            timer.cancel()
-            self._parked = None
+            message: DownMessage = decode_down(raw)
+        except msgspec.DecodeError as exc:
+            self.dropped += 1
+            log.warning("job %s: dropped a message on its reply channel that is not a "
+                        "reply (%d bytes: %s)", self.spec.job_id, len(raw), exc)
+            return False
+        match message:
+            case Close():
+                if self.reader is not None:
+                    self.reader.stop()
+            case Cancel(reason=reason):
+                log.info("job %s: cancelled by its host (%s)", self.spec.job_id, reason)
+                if self.run_task is not None:
+                    self.run_task.cancel()
+            case ToolReply(call_id=call_id) | FetchReply(call_id=call_id):
+                future = self.pending.pop(call_id, None)
+                if future is None or future.done():
+                    log.info("job %s: dropped a stale reply to call %d",
+                             self.spec.job_id, call_id)
+                    return False
+                future.set_result(message)
+                return not self.pending
+        return False
+
+    def _on_down_lost(self, exc: BaseException) -> None:
+        if self.ended:
+            return
+        log.warning("job %s: reply channel lost (%s)", self.spec.job_id, exc)
+        self.broker_lost = True
+        self._fail_pending(BROKER_LOST_TEXT)
 
     def _announce(self) -> None:
         """A quiet start that ran STARTED_DELAY_S without a call: send its Started now."""
@@ -520,8 +478,16 @@ class _Job:
             self.heartbeat = asyncio.ensure_future(self._heartbeat())
 
     def _start_reader(self) -> None:
-        if self.reader is None and not self.ended:
-            self.reader = asyncio.ensure_future(self._read_down())
+        """The run has gone READER_DELAY_S without a call: read down alone."""
+        if not self.ended:
+            self._reader().start()
+
+    def _reader(self) -> DownReader:
+        if self.reader is None:
+            self.reader = DownReader(
+                self.runner.links, self.keys.down, park_s=READER_DELAY_S,
+                on_message=self._on_down, on_lost=self._on_down_lost)
+        return self.reader
 
     async def _ask(self, message_for: Any) -> _Answer:
         """Send one call up and wait for its answer (or a text the call rejects with)."""
@@ -554,23 +520,13 @@ class _Job:
     def _ride(self, call_id: int, messages: list[bytes]) -> bool:
         """Send a call's push ahead of the reader's next BLPOP, in one write, when the
         reader has none in flight (not started yet, or parked after a reply); whether it
-        did. Otherwise the call is pushed on its own, and the reader is started (or
-        unparked) first: the reply must find it waiting."""
-        parked = self._parked
-        if self.ended or (self.reader is not None and parked is None):
-            return False  # a BLPOP is in flight (or about to be), or nobody will read
-        wait = self.runner.links.blocking_now(
-            "BLPOP", self.keys.down, MAX_BLOCKING_WAIT_S,
-            before=packed_push(self.keys.up, messages, self.settings.key_ttl_ms),
-            on_error=functools.partial(self._push_failed, call_id))
-        if parked is not None:
-            if not parked.done():
-                parked.set_result(wait)
-        elif self.reader is None:
-            self.reader = asyncio.ensure_future(self._read_down(wait))
-            if wait is not None:  # a reader cancelled before its first step never reads it
-                self.reader.add_done_callback(lambda _: wait.discard())
-        return wait is not None
+        did. Otherwise the reader is reading (or starts to) before the call is pushed on
+        its own: the reply must find it waiting."""
+        if self.ended:
+            return False
+        return self._reader().ride(
+            packed_push(self.keys.up, messages, self.settings.key_ttl_ms),
+            functools.partial(self._push_failed, call_id))
 
     def _push_failed(self, call_id: int, error: str) -> None:
         future = self.pending.get(call_id)

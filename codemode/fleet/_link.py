@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import hashlib
 import logging
 import time
@@ -35,7 +34,7 @@ import hiredis
 import redis.asyncio as aioredis
 import redis.exceptions
 
-__all__ = ["Link", "LinkScript", "Links", "Wait", "open_link", "pack"]
+__all__ = ["Link", "LinkScript", "Links", "Wait", "ahead_sink", "open_link", "pack"]
 
 log = logging.getLogger("codemode.fleet")
 
@@ -93,8 +92,8 @@ class Link(asyncio.Protocol):
         """Send several commands in one write (one system call: on the benchmark machine a
         send on a loopback socket costs more than the Python around it); a future for each
         reply. ``sinks``: functions that the replies of the first ``len(sinks)`` commands
-        go to instead, called as they are read (no future, no callback to schedule); a
-        command that fails with the link reaches no sink."""
+        go to instead, called as they are read (no future, no callback to schedule), or
+        with the ``RedisError`` the link failed with. A sink must not raise."""
         if self._lost is not None:
             raise self._lost
         assert self._transport is not None
@@ -179,7 +178,9 @@ class Link(asyncio.Protocol):
             self._overdue = None
         while self._waiting:
             taker = self._waiting.popleft()
-            if not callable(taker) and not taker.done():
+            if callable(taker):
+                taker(error)
+            elif not taker.done():
                 taker.set_exception(error)
 
 
@@ -254,16 +255,7 @@ class Links:
         to push before waiting for the next message: one system call for both, and Redis
         runs them first. Their replies are not returned (the blocking reply may carry a
         message that must not be lost to their failure): an error among them is logged."""
-        return await Wait(self, await self._take(), pack(*args), before).reply()
-
-    def blocking_now(self, *args: str | int | float | bytes, before: Sequence[bytes] = (),
-                     on_error: Callable[[str], object] | None = None) -> Wait | None:
-        """:meth:`blocking`, sent now on an idle link from the stock; ``None`` (nothing
-        sent) when the stock has none. ``on_error`` is called with the text of an error
-        reply to a command of ``before``, as soon as it comes: the blocking command
-        behind it may wait long."""
-        link = self._idle()
-        return None if link is None else Wait(self, link, pack(*args), before, on_error)
+        return await Wait(self, await self.take(), pack(*args), before).reply()
 
     def give_back(self, link: Link, usable: bool) -> None:
         """A blocking command's link after its reply: to the stock, or closed when its wait
@@ -291,11 +283,14 @@ class Links:
             raise redis.exceptions.ConnectionError("The fleet's Redis links were closed.")
         return await open_link(self._pool, self._timeout_s)
 
-    async def _take(self) -> Link:
-        return self._idle() or await self._open()
+    async def take(self) -> Link:
+        """An idle link for a blocking command: from the stock, or newly connected. Give it
+        back with :meth:`give_back`."""
+        return self.take_now() or await self._open()
 
-    def _idle(self) -> Link | None:
-        """A fresh link from the stock (stale ones met on the way are closed), if any."""
+    def take_now(self) -> Link | None:
+        """A fresh link from the stock (stale ones met on the way are closed), if there is
+        one at hand."""
         stock = self._stock
         while stock:
             link = stock.pop()
@@ -324,30 +319,15 @@ def _fresh(link: Link | None) -> TypeGuard[Link]:
 class Wait:
     """A blocking command in flight on a link of its own (:meth:`Links.blocking`), with the
     commands sent ahead of it in the same write. :meth:`reply` waits for its reply, then
-    gives the link back (:meth:`Links.give_back`).
+    gives the link back (:meth:`Links.give_back`). The replies to the commands ahead are
+    read as they come, with no future each (:func:`ahead_sink`)."""
 
-    The replies to the commands ahead are read as they come, with no future each: an error
-    among them is logged, and passed to ``on_error`` (a caller whose blocking command may
-    wait long learns of it at once)."""
-
-    def __init__(self, links: Links, link: Link, packed: bytes, before: Sequence[bytes],
-                 on_error: Callable[[str], object] | None = None) -> None:
+    def __init__(self, links: Links, link: Link, packed: bytes, before: Sequence[bytes]) -> None:
         self._links = links
         self._link = link
-        check = functools.partial(_check_ahead, on_error)
-        (self._last,) = link.commands((*before, packed), [check] * len(before))
-        self._read = False
-
-    def discard(self) -> None:
-        """Give up on a wait whose :meth:`reply` was never awaited: its link is closed (the
-        reply, when it comes, must not reach the link's next user)."""
-        if not self._read:
-            self._read = True
-            self._last.cancel()
-            self._links.give_back(self._link, False)
+        (self._last,) = link.commands((*before, packed), [ahead_sink()] * len(before))
 
     async def reply(self) -> Any:
-        self._read = True
         kept = False
         try:
             reply = await self._last
@@ -357,11 +337,19 @@ class Wait:
         return _raise_error(reply)
 
 
-def _check_ahead(on_error: Callable[[str], object] | None, reply: Any) -> None:
-    if isinstance(reply, hiredis.ReplyError):
-        log.warning("a command sent ahead of a blocking wait failed: %s", reply)
-        if on_error is not None:
-            on_error(str(reply))
+def ahead_sink(on_error: Callable[[str], object] | None = None) -> Callable[[Any], None]:
+    """A sink (:meth:`Link.commands`) for the reply to a command sent ahead of a blocking
+    one: an error reply is logged, and its text passed to ``on_error`` (a caller whose
+    blocking command may wait long learns of it at once). The link's own failure is not
+    its business: the blocking command's taker sees that."""
+
+    def check(reply: Any) -> None:
+        if isinstance(reply, hiredis.ReplyError):
+            log.warning("a command sent ahead of a blocking wait failed: %s", reply)
+            if on_error is not None:
+                on_error(str(reply))
+
+    return check
 
 
 class LinkScript:

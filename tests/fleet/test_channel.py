@@ -9,7 +9,7 @@ import gc
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from codemode.fleet._channel import packed_push, pop, push
 from codemode.fleet._client import make_client
 from codemode.fleet._errors import is_broker_error
 from codemode.fleet._link import STALE_AFTER_S, Links, open_link, pack
+from codemode.fleet._reader import DownReader
 from codemode.fleet._scripts import FleetScripts
 from codemode.fleet.testing import REDIS_ARGS, RedisServer, redis_server_path
 
@@ -247,3 +248,75 @@ def test_the_test_helpers_leave_no_log_directories_behind(tmp_path: Path) -> Non
     del given
     gc.collect()
     assert list(tmp_path.glob("redis-*.log"))
+
+
+async def until(check: Callable[[], object], what: str, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)
+
+
+async def test_a_reader_parks_after_a_reply_and_the_next_push_rides_with_its_blpop(
+        client: aioredis.Redis, scripts: FleetScripts) -> None:
+    """The worker's reader of a down channel (``_reader.py``): a reply, then no BLPOP in
+    flight until a push rides with the next one, or until ``park_s`` has passed."""
+    down, up = key(), key()
+    got: list[bytes | None] = []
+    lost: list[BaseException] = []
+    reader = DownReader(scripts.links, down, park_s=0.3,
+                        on_message=lambda raw: got.append(raw) is None, on_lost=lost.append)
+    reader.start()
+    await until(lambda: reader.in_flight, "the BLPOP (on a link it connects)")
+    await client.rpush(down, b"first")
+    await until(lambda: got == [b"first"], "the first message")
+    assert not reader.in_flight  # parked: on_message asked for it
+    errors: list[str] = []
+    assert reader.ride(packed_push(up, (b"a call",), 60_000), errors.append)
+    assert reader.in_flight
+    await until(lambda: reader.in_flight and errors == [], "the ride")
+    assert await client.lrange(up, 0, -1) == [b"a call"]  # went up with the BLPOP
+    assert not reader.ride(packed_push(up, (b"no",), 60_000), errors.append)  # one in flight
+    await client.rpush(down, b"second")
+    await until(lambda: got == [b"first", b"second"], "the second message")
+    assert not reader.in_flight
+    await until(lambda: reader.in_flight, "the parked reader to read alone", timeout_s=3.0)
+    await client.set(up, "not a list")
+    await client.rpush(down, b"third")
+    await until(lambda: len(got) == 3, "the third message")
+    assert reader.ride(packed_push(up, (b"lost",), 60_000), errors.append)
+    await until(lambda: errors, "the failed push to be reported")
+    assert "WRONGTYPE" in errors[0]
+    reader.stop(close=True)
+    assert not reader.in_flight and lost == []
+    await client.delete(down, up)
+
+
+async def test_a_reader_reports_its_link_lost_and_a_close_drains_it(
+        private_redis: RedisServer) -> None:
+    settings = BrokerSettings(redis_url=private_redis.url)
+    client = make_client(settings)
+    links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
+    lost: list[BaseException] = []
+    got: list[bytes | None] = []
+    try:
+        reader = DownReader(links, "down", park_s=0.05, on_message=lambda raw: bool(
+            got.append(raw)), on_lost=lost.append)
+        reader.start()
+        await until(lambda: reader.in_flight, "the BLPOP")
+        reader.stop()  # the job ended: its Close ends the BLPOP still in flight
+        await client.rpush("down", b"close")
+        await reader.drained(5.0)
+        assert got == [b"close"] and not reader.in_flight and lost == []
+        assert len(links._stock) == 1  # its link went back, reusable
+        reader = DownReader(links, "down", park_s=0.05, on_message=lambda raw: False,
+                            on_lost=lost.append)
+        reader.start()
+        await until(lambda: reader.in_flight, "the second BLPOP")
+        await asyncio.to_thread(private_redis.restart)
+        await until(lambda: lost, "the loss to be reported", timeout_s=10.0)
+        assert is_broker_error(lost[0]) and not reader.in_flight
+        assert not reader.ride(packed_push("up", (b"x",), 60_000), lambda _: None)  # stopped
+    finally:
+        await links.aclose()
+        await client.aclose()

@@ -269,14 +269,14 @@ async def test_a_channel_push_keeps_order_and_always_leaves_an_expiry(on_redis: 
     expiry: every push must re-arm it, or a channel nobody reads (a dead host) would stay."""
     client, scripts = on_redis.client, on_redis.scripts
     key = f"{on_redis.prefix}:up"
-    await push(scripts, key, b"one", b"two", ttl_ms=60_000)
-    await push(scripts, key, b"three", ttl_ms=60_000)
+    await push(scripts.links, key, b"one", b"two", ttl_ms=60_000)
+    await push(scripts.links, key, b"three", ttl_ms=60_000)
     assert await client.lrange(key, 0, -1) == [b"one", b"two", b"three"]
     assert 0 < await client.pttl(key) <= 60_000
     for expected in (b"one", b"two", b"three"):
         assert await pop(scripts.links, [key], 1.0) == expected
     assert not await client.exists(key)  # emptied: Redis deleted the key
-    await push(scripts, key, b"four", ttl_ms=5_000)
+    await push(scripts.links, key, b"four", ttl_ms=5_000)
     assert 0 < await client.pttl(key) <= 5_000
 
 
