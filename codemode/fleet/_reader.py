@@ -107,8 +107,8 @@ class DownReader:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._opening is not None:
-            self._opening.cancel()
+        # A link being connected is not cancelled (a cancel landing just after the connect
+        # would lose the connection): it goes to the stock when it is made.
         if close and self._link is not None:
             link, self._link = self._link, None
             self._links.give_back(link, False)
@@ -132,18 +132,16 @@ class DownReader:
             return
         # No idle link at hand (the first job, or the stock went stale): connect one.
         self._state = _State.WAITING
-        self._opening = self._loop.create_task(self._open_then_wait())
+        self._opening = self._loop.create_task(self._open_then_wait())  # referenced till done
 
     async def _open_then_wait(self) -> None:
         try:
             link = await self._links.take()
         except BROKER_ERRORS as exc:
-            self._opening = None
             if self._state is not _State.STOPPED:
                 self._state = _State.STOPPED
                 self._on_lost(exc)
             return
-        self._opening = None
         if self._state is _State.STOPPED:
             self._links.give_back(link, True)
             return
