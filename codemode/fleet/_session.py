@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import inspect
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import hiredis
 import httpx
 import msgspec
 import redis.asyncio as aioredis
+import redis.exceptions
 
 from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
 
@@ -39,10 +43,11 @@ from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_fro
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
 from .._request import ResolvedRequest
-from ._channel import packed_push, pop, push
+from ._channel import MIN_WAIT_S, packed_push, popped, push
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import worker_gone_text
 from ._keys import JobKeys, admission_key
+from ._link import Link, ahead_sink, pack
 from ._scripts import FleetScripts
 from ._wire import (
     Cancel,
@@ -130,6 +135,15 @@ class JobSession:
         ready by then, which go ahead of its next BLPOP in the same write (one system call
         and one wake-up fewer per relayed call)."""
         self._starter = EagerStarter(asyncio.get_running_loop(), f"codemode-job-{spec.job_id}-calls")
+        self._context = contextvars.copy_context()
+        """The caller's context, made with the session: calls served where their message is
+        read (see _pop) start in a copy of it, as they would in the wait loop's task."""
+        self._waiting_on: Link | None = None
+        """The link of the wait loop's BLPOP in flight (see _pop)."""
+        self._due = 0.0
+        self._left: list[bytes] = []
+        """Replies made by calls served in _pop that found no idle link for the next BLPOP:
+        the wait loop sends them with its own."""
         self._seen_calls: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
@@ -157,11 +171,10 @@ class JobSession:
                 now = time.monotonic()
                 next_check = self._next_check(now)
             try:
-                raw = await pop(self.scripts.links, [self.keys.up], next_check - now,
-                                before=riders)
+                raw = await self._pop(next_check, riders)
             except BROKER_ERRORS as exc:
                 raise self._broker_lost(exc, "waiting for the job's outcome") from None
-            riders = []
+            riders, self._left = self._left, []
             if raw is not None:
                 was_started = self.started
                 # A call starts at once, up to its first wait (see _spawn): a quick
@@ -176,6 +189,92 @@ class JobSession:
                     return outcome
                 if self.started and not was_started:
                     next_check = self._next_check(time.monotonic())
+
+    async def _pop(self, due: float, riders: list[bytes]) -> bytes | None:
+        """The next message on up that the wait loop must see, or ``None`` at ``due`` (a
+        BLPOP with ``riders`` ahead of it, as ``pop``). A tool call or outbound request of a
+        started job that comes sooner is served where its BLPOP's reply is read (inside the
+        link's ``data_received``), and the next BLPOP goes out from there with its reply
+        ahead when the reply was at hand: the loop's task is not woken for it. That is a
+        turn of the host's event loop, and the task's way back through the wait, fewer per
+        relayed call."""
+        links = self.scripts.links
+        link = await links.take()
+        self._due = due
+        future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+        try:
+            self._wait_on(link, riders, future)
+            return await future
+        finally:
+            if self._waiting_on is not None:  # cancelled: a late reply must not be read
+                waiting, self._waiting_on = self._waiting_on, None
+                links.give_back(waiting, False)
+
+    def _wait_on(self, link: Link, riders: Sequence[bytes],
+                 future: asyncio.Future[bytes | None]) -> None:
+        wait = min(max(self._due - time.monotonic(), MIN_WAIT_S), MAX_BLOCKING_WAIT_S)
+        self._waiting_on = link
+        try:
+            link.commands((*riders, pack("BLPOP", self.keys.up, wait)),
+                          (*[ahead_sink()] * len(riders), functools.partial(self._popped, future)))
+        except redis.exceptions.RedisError:
+            self._waiting_on = None
+            self.scripts.links.give_back(link, False)
+            raise
+
+    def _popped(self, future: asyncio.Future[bytes | None], reply: Any) -> None:
+        """The BLPOP's reply, or its link's failure (a sink: inside ``data_received``)."""
+        link, self._waiting_on = self._waiting_on, None
+        links = self.scripts.links
+        if future.done():  # the wait was cancelled
+            if link is not None:
+                links.give_back(link, False)
+            return
+        failed = isinstance(reply, BaseException)  # a ReplyError is one too
+        if link is not None:
+            links.give_back(link, not failed)
+        if failed:
+            if isinstance(reply, hiredis.ReplyError):
+                reply = redis.exceptions.ResponseError(str(reply))
+            future.set_exception(reply)
+            return
+        raw = popped(reply)
+        try:
+            if raw is not None and self._serve_here(raw, future):
+                return
+        except Exception as exc:  # a bug here must reach the caller, not the link
+            future.set_exception(exc)
+            return
+        future.set_result(raw)
+
+    def _serve_here(self, raw: bytes, future: asyncio.Future[bytes | None]) -> bool:
+        """Serve ``raw`` here if it is a call of a started job read before the loop's next
+        check; whether it did (else the loop receives it)."""
+        if self.closed or not self.started or time.monotonic() >= self._due:
+            return False
+        try:
+            message: UpMessage = decode_up(raw)
+        except msgspec.DecodeError:
+            return False  # the loop drops it, and says so
+        if not isinstance(message, (ToolCall, FetchCall)):
+            return False
+        riders: list[bytes] = []
+        self._riders = riders
+        try:
+            self._context.run(self._handle, message)
+        finally:
+            self._riders = None
+        link = self.scripts.links.take_now()
+        if link is None:  # the loop connects one, and sends the replies with its BLPOP
+            self._left = riders
+            future.set_result(None)
+            return True
+        try:
+            self._wait_on(link, riders, future)
+        except redis.exceptions.RedisError as exc:
+            self._left = riders
+            future.set_exception(exc)
+        return True
 
     def _broker_lost(self, exc: BaseException, doing: str) -> BaseException:
         """What a Redis error means here: BROKER_UNREACHABLE, unless the caller has left. A
@@ -200,6 +299,9 @@ class JobSession:
             log.warning("job %s: dropped a message on its reply channel that is not one "
                         "(%d bytes: %s)", self.spec.job_id, len(raw), exc)
             return None
+        return self._handle(message)
+
+    def _handle(self, message: UpMessage) -> Outcome | None:
         match message:
             case Started(worker=worker):
                 self.started = True

@@ -7,6 +7,7 @@ processes are in ``test_fleet_faults.py``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
@@ -268,6 +269,35 @@ async def test_a_cancel_reaches_a_run_that_has_stopped_calling_tools(
         await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
     logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
     assert f"job {job_id}: cancelled by its host" in logs
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+
+
+async def test_every_call_s_dispatch_sees_the_caller_s_context_and_none_leaks_into_the_next(
+        private_prefix: BrokerSettings) -> None:
+    """The host serves a started job's calls where their messages are read (``_pop`` in
+    ``_session.py``), outside the wait loop's task: each still starts in a copy of the
+    caller's context, as in-process calls do."""
+    seen: list[str] = []
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        seen.append(REQUEST_ID.get())
+        REQUEST_ID.set("changed by a call")
+        return tool_result(1)
+
+    async with FleetExecutor(settings=private_prefix) as ex:
+        # The host's connections are made during this one, in another context.
+        await asyncio.create_task(ex.execute("async () => await t.echo(0)", providers=TOOLS,
+                                             dispatch=dispatch), context=contextvars.Context())
+        seen.clear()
+        REQUEST_ID.set("request-7")
+        outcome = await ex.execute(
+            "async () => { let s = 0; for (let i = 0; i < 20; i++) s += await t.echo(i); "
+            "return s }", providers=TOOLS, dispatch=dispatch)
+    assert outcome.error is None and outcome.result == 20
+    assert seen == ["request-7"] * 20
+    assert REQUEST_ID.get() == "request-7"
 
 
 async def test_every_key_expires(private_prefix: BrokerSettings,
