@@ -227,41 +227,28 @@ async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
     assert f"job {job_id}: cancelled by its host" in logs
 
 
-async def test_a_cancel_reaches_a_run_that_makes_no_calls(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object) -> None:
+@pytest.mark.parametrize("code, spins_after_s", [
+    ("async () => { for (;;) {} }", 0.0),
+    ("async () => { for (let i = 0; i < 5; i++) await t.echo(i); for (;;) {} }", 0.5),
+], ids=["makes-no-calls", "has-stopped-calling"])
+async def test_a_cancel_reaches_a_busy_run(
+        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object, code: str,
+        spins_after_s: float) -> None:
     """The worker reads the reply channel from a run's first call, or shortly after the run
-    starts: a busy program that never calls a tool still hears its host cancel it."""
-    prefix = private_prefix.key_prefix
-    async with FleetExecutor(settings=private_prefix) as ex:
-        task = asyncio.ensure_future(ex.execute("async () => { for (;;) {} }", timeout=60_000))
-        [job_id] = await eventually(lambda: job_ids(redis_sync, prefix, "lease"), 30,
-                                    "the run to start")
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        keys = keys_of(prefix, job_id)
-        await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
-    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
-    assert f"job {job_id}: cancelled by its host" in logs
-
-
-async def test_a_cancel_reaches_a_run_that_has_stopped_calling_tools(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object) -> None:
-    """After a reply, the worker's reader waits a moment for the program's next call (whose
-    push rides with its next BLPOP), then reads the channel alone: a program that goes on
-    computing after its calls still hears its host cancel it."""
+    starts, and after a reply it waits only a moment for the program's next call (whose
+    push rides with its next BLPOP) before reading alone: a busy program that never calls
+    a tool, or has stopped calling, still hears its host cancel it."""
     prefix = private_prefix.key_prefix
 
     async def dispatch(provider: str, tool: str, args: str) -> str:
         return tool_result(1)
 
     async with FleetExecutor(settings=private_prefix) as ex:
-        task = asyncio.ensure_future(ex.execute(
-            "async () => { for (let i = 0; i < 5; i++) await t.echo(i); for (;;) {} }",
-            providers=TOOLS, dispatch=dispatch, timeout=60_000))
+        task = asyncio.ensure_future(ex.execute(code, providers=TOOLS, dispatch=dispatch,
+                                                timeout=60_000))
         [job_id] = await eventually(lambda: job_ids(redis_sync, prefix, "lease"), 30,
                                     "the run to start")
-        await asyncio.sleep(0.5)  # its calls answered, the program spins
+        await asyncio.sleep(spins_after_s)  # its calls answered, the program spins
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
