@@ -1009,9 +1009,6 @@ class Isolate:
         """Start the program and wait for the call to return (see :meth:`begin`)."""
         await self.begin(asyncio.get_running_loop(), payload_json).wait_for_return()
 
-    async def invoke(self, payload_json: str) -> None:
-        """Call the retained handler and wait for the call to return (see :meth:`begin`)."""
-        await self.begin(asyncio.get_running_loop(), payload_json, invoke=True).wait_for_return()
 
     def read_journal(self) -> list[Any]:
         """Messages written since the last read (after what the isolate's thread read and

@@ -34,7 +34,7 @@ import hiredis
 import redis.asyncio as aioredis
 import redis.exceptions
 
-__all__ = ["Link", "LinkScript", "Links", "Wait", "ahead_sink", "open_link", "pack"]
+__all__ = ["Link", "LinkScript", "Links", "Wait", "ahead_sink", "open_link", "pack", "reply_error"]
 
 log = logging.getLogger("codemode.fleet")
 
@@ -205,9 +205,20 @@ async def open_link(pool: aioredis.ConnectionPool, timeout_s: float) -> Link:
     return link
 
 
-def _raise_error(reply: Any) -> Any:
+def reply_error(reply: Any) -> BaseException | None:
+    """What a reply means as an exception, or ``None`` for a value: an error reply as
+    redis-py's ``ResponseError``, a link's failure (what a sink gets) as it is."""
     if isinstance(reply, hiredis.ReplyError):
-        raise redis.exceptions.ResponseError(str(reply))
+        return redis.exceptions.ResponseError(str(reply))
+    if isinstance(reply, BaseException):
+        return reply
+    return None
+
+
+def _raise_error(reply: Any) -> Any:
+    error = reply_error(reply)
+    if error is not None:
+        raise error
     return reply
 
 
@@ -233,17 +244,13 @@ class Links:
 
     async def call(self, *args: str | int | float | bytes) -> Any:
         """One command on the shared link; an error reply raises ``ResponseError``."""
-        link = self._shared
-        if not _fresh(link):
-            link = await self._new_shared()
+        link = await self._shared_link()
         return _raise_error(await link.command(pack(*args)))
 
     async def call_all(self, packed: Sequence[bytes]) -> list[Any]:
         """Several commands (packed) on the shared link in one write; their replies, in
         order, once all have come. An error reply raises ``ResponseError`` (the others ran)."""
-        link = self._shared
-        if not _fresh(link):
-            link = await self._new_shared()
+        link = await self._shared_link()
         futures = link.commands(packed)
         await futures[-1]  # replies come in order: the others are in
         return [_raise_error(future.result()) for future in futures]
@@ -298,6 +305,10 @@ class Links:
                 return link
             link.close()
         return None
+
+    async def _shared_link(self) -> Link:
+        link = self._shared
+        return link if _fresh(link) else await self._new_shared()
 
     async def _new_shared(self) -> Link:
         async with self._shared_lock:  # concurrent first commands share one connect

@@ -30,14 +30,13 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import hiredis
 import redis.exceptions
 
 from broker_config import MAX_BLOCKING_WAIT_S
 
 from ._channel import popped
 from ._errors import BROKER_ERRORS
-from ._link import Link, Links, ahead_sink, pack
+from ._link import Link, Links, ahead_sink, pack, reply_error
 
 __all__ = ["DownReader"]
 
@@ -159,16 +158,13 @@ class DownReader:
     def _on_reply(self, reply: Any) -> None:
         """The BLPOP's reply, or the link's failure (inside the link's ``data_received``)."""
         link, self._link = self._link, None
-        failed = isinstance(reply, BaseException)  # a ReplyError is one too
+        error = reply_error(reply)
         if link is not None:
-            self._links.give_back(link, not failed)
-        stopped = self._state is _State.STOPPED
-        if failed:
-            if not stopped:
+            self._links.give_back(link, error is None)
+        if error is not None:
+            if self._state is not _State.STOPPED:
                 self._state = _State.STOPPED
-                if isinstance(reply, hiredis.ReplyError):
-                    reply = redis.exceptions.ResponseError(str(reply))
-                self._on_lost(reply)
+                self._on_lost(error)
             self._settle()
             return
         try:

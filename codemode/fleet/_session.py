@@ -28,7 +28,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import hiredis
 import httpx
 import msgspec
 import redis.asyncio as aioredis
@@ -47,7 +46,7 @@ from ._channel import MIN_WAIT_S, packed_push, popped, push
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import worker_gone_text
 from ._keys import JobKeys, admission_key
-from ._link import Link, ahead_sink, pack
+from ._link import Link, ahead_sink, pack, reply_error
 from ._scripts import FleetScripts
 from ._wire import (
     Cancel,
@@ -230,13 +229,11 @@ class JobSession:
             if link is not None:
                 links.give_back(link, False)
             return
-        failed = isinstance(reply, BaseException)  # a ReplyError is one too
+        error = reply_error(reply)
         if link is not None:
-            links.give_back(link, not failed)
-        if failed:
-            if isinstance(reply, hiredis.ReplyError):
-                reply = redis.exceptions.ResponseError(str(reply))
-            future.set_exception(reply)
+            links.give_back(link, error is None)
+        if error is not None:
+            future.set_exception(error)
             return
         raw = popped(reply)
         try:
