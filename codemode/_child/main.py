@@ -209,28 +209,15 @@ def _freeze_startup_objects() -> None:
     gc.freeze()
 
 
-def _batch_scheduling() -> None:
-    """Run under SCHED_BATCH, before any other thread starts (threads inherit the policy).
-
-    A child's threads hand work to each other on one core: the loop posts to an
-    isolate's thread, which calls back into Python; a thread pool creates and disposes
-    isolates. Under the default policy every wake-up preempts the thread that made it,
-    which then soon needs the GIL or a lock the woken thread holds, and the two switch
-    back and forth. A batch thread that is woken waits for the waker to block or for the
-    scheduler's tick instead. Measured on 2,000 trivial runs: 52 -> 33 thread switches per
-    run; per tool call 2.9 -> 2.1 (CPU and latency moved by 1-2%, within the machine's
-    noise). The cost: the loop's timer no longer preempts a running program at once, so a
-    timeout settles ~1.5 ms later (well inside its 10 ms). Only the child's own threads
-    change; the host's are the embedding application's."""
-    if hasattr(os, "SCHED_BATCH"):
-        with contextlib.suppress(OSError):  # not allowed here: the default policy it is
-            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-
-
 def _pin_to(cpu: str) -> None:
     """Run on one core (the host's choice, see codemode/_placement.py), before any isolate
     starts its thread: every thread started later inherits the mask. Threads that already
-    exist (a standby child has loaded V8 before it learns its core) are pinned one by one."""
+    exist (a standby child has loaded V8 before it learns its core) are pinned one by one.
+
+    The threads keep the host's scheduling policy. SCHED_BATCH halved a trivial run's
+    thread switches on a quiet machine, but a batch thread never preempts what runs on its
+    core: beside one busy neighbour process, every wake-up of a tool call waited out the
+    neighbour's slice, and 10 tool calls took 19-20 ms against 3.5-3.9 (benchmarks/README.md)."""
     if cpu == "any":
         return
     with contextlib.suppress(ValueError, OSError):  # not allowed any more: run anywhere
@@ -1321,7 +1308,6 @@ def main(argv: list[str]) -> None:
     cpu = argv[7] if len(argv) > 7 else "any"
     _set_parent_death_signal()
     _no_core_dumps()
-    _batch_scheduling()
     if cpu != "standby":
         _pin_to(cpu)
     # Keep the protocol on private descriptors; anything printed by accident (or by V8)
