@@ -9,6 +9,8 @@
 | Redis restarted mid-job            | BROKER_UNREACHABLE; client and worker reconnect  |
 | host SIGKILLed while its job runs  | pending tool call rejects with host_gone_text(), |
 |                                    | slot freed, keys expire                          |
+| Redis refuses a call's push        | that call rejects with Redis's error; the run    |
+|   (the worker's user loses RPUSH)  | goes on and its outcome arrives                  |
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -220,6 +223,53 @@ async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(
     assert worker.proc is not None and worker.proc.poll() is None
     # The running job's pending call was rejected when the reply channel went away.
     assert "reply channel lost" in worker.log_text()
+
+
+async def test_a_push_redis_refuses_rejects_that_call_with_redis_error_and_the_run_goes_on(
+        private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]) -> None:
+    """The worker's push rides ahead of its BLPOP (``_reader.py``); a refusal comes back
+    as that command's reply, and must fail the call at once, not leave it waiting for a
+    reply the host never had a call for. The worker connects as a Redis user of its own,
+    which the host's first tool takes RPUSH from for a moment: the next call's push is
+    refused, the host (another user) goes on answering."""
+    admin = redis.Redis.from_url(private_redis.url)
+    admin.execute_command("ACL", "SETUSER", "worker", "on", ">pw", "~*", "&*", "+@all")
+    host_settings = BrokerSettings(redis_url=private_redis.url)
+    start_worker(replace(host_settings,
+                         redis_url=f"redis://worker:pw@127.0.0.1:{private_redis.port}/0"))
+    restored = threading.Event()
+
+    def restore() -> None:
+        admin.execute_command("ACL", "SETUSER", "worker", "+rpush")
+        restored.set()
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        if tool == "revoke":
+            admin.execute_command("ACL", "SETUSER", "worker", "-rpush")
+            threading.Timer(0.5, restore).start()
+        return tool_result(tool)
+
+    code = """async () => {
+        await t.revoke();
+        let refused;
+        try { refused = 'answered: ' + await t.refused(); } catch (e) { refused = e.message; }
+        while (!(await t.restored().then(() => true, () => false))) {
+            await new Promise(resolve => setTimeout(resolve, 100));
+        }
+        return refused;
+    }"""
+    try:
+        async with FleetExecutor(settings=host_settings, queue_timeout=30_000) as ex:
+            outcome = await ex.execute(
+                code, providers=[{"name": "t", "tools": ["revoke", "refused", "restored"]}],
+                dispatch=dispatch, timeout=20_000)
+    finally:
+        restored.wait(5)
+        admin.close()
+    assert outcome.error is None, outcome.error
+    assert outcome.result.startswith("The worker could not send this call to its host ("), \
+        outcome.result
+    assert "NOPERM" in outcome.result, outcome.result
 
 
 async def test_host_killed_mid_job_frees_the_worker_and_the_slot(
