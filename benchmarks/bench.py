@@ -41,9 +41,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from neighbours import busy_neighbours
 
 from codemode import IsolateExecutor, tool_result
 
@@ -353,19 +354,6 @@ def machine() -> dict[str, Any]:
         "host_loop": HOST_LOOP,
         "busy_neighbours": BUSY_NEIGHBOURS,
     }
-
-
-@contextlib.contextmanager
-def busy_neighbours(count: int) -> Iterator[None]:
-    """``count`` processes that spin, unpinned and at the default priority, until the block
-    ends: a machine shared with other work."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
 
 
 def plot(report: dict[str, Any], path: Path) -> None:

@@ -21,6 +21,7 @@ Prints a table and writes ``benchmarks/results/fleet.json``::
 
     python benchmarks/fleet_bench.py [--runs 200]
     python benchmarks/fleet_bench.py --quiet-start-ab   # what a quiet start saves
+    python benchmarks/fleet_bench.py --busy 1           # beside a spinning neighbour
 
 ``--quiet-start-ab`` runs trivial jobs in alternating blocks of ten, with and without
 ``JobSpec.quiet_start`` (Started with the claim, as hosts that predate it ask), on one
@@ -61,6 +62,7 @@ from typing import Any
 
 import redis
 from celery import Celery
+from neighbours import busy_neighbours
 
 from broker_config import PING_TASK_NAME, BrokerSettings, WorkerSettings
 from codemode import IsolateExecutor, tool_result
@@ -453,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a push through redis-py's client and through a link, interleaved")
     parser.add_argument("--worker-ab", metavar="TREE",
                         help="this tree's worker against the one in source tree TREE")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="run beside N spinning neighbour processes (results in fleet_busy.json)")
     args = parser.parse_args(argv)
     if args.worker_ab:
         ab = worker_ab(args.worker_ab, args.runs)
@@ -481,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     with RedisServer() as server:
         worker = WorkerProcess(BrokerSettings(redis_url=server.url),
                                WorkerSettings(concurrency=2), name="bench")
-        with worker:
+        with worker, busy_neighbours(args.busy):
             results = asyncio.run(measure(server.url, args.runs))
     results["machine"] = {
         "cpus": os.cpu_count(),
@@ -492,12 +496,14 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "worker": "python -m workers, threads pool, concurrency 2, 2 isolate children",
         "inprocess": "IsolateExecutor, 2 isolate children",
+        "busy_neighbours": args.busy,
     }
     results["targets"] = targets(results)
     print(table(results))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {RESULTS}")
+    path = RESULTS.with_name("fleet_busy.json") if args.busy else RESULTS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {path}")
     return 0
 
 
