@@ -9,6 +9,7 @@ the name it used. Refusing it is the dispatch's job; :class:`ToolRegistry` does 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import collections
 import concurrent.futures
@@ -24,8 +25,8 @@ import msgspec
 
 from ._request import Provider
 
-__all__ = ["Dispatcher", "RunThreads", "ToolRegistry", "dispatch_threads", "tool_error",
-           "tool_result"]
+__all__ = ["Dispatcher", "Forwarder", "RunThreads", "ToolRegistry", "dispatch_threads",
+           "tool_error", "tool_result"]
 
 log = logging.getLogger("codemode.tools")
 
@@ -151,6 +152,13 @@ def _checked(provider: str, tool: str, reply: object, max_bytes: int) -> str:
     return reply
 
 
+def _failed(provider: str, tool: str, exc: Exception) -> str:
+    return tool_error(
+        f"The tool {provider}.{tool} failed in the host ({type(exc).__name__}). "
+        "Try another approach, or report that this tool is failing."
+    )
+
+
 class CallMessage(Protocol):
     """What a tool call arrives as: the provider, the tool and the JSON argument list."""
 
@@ -162,6 +170,40 @@ class CallMessage(Protocol):
 
     @property
     def args_json(self) -> str: ...
+
+
+class _CallArgs(msgspec.Struct, frozen=True):
+    provider: str
+    tool: str
+    args_json: str
+
+
+class Forwarder(abc.ABC):
+    """A dispatch that hands each call on and answers it later through a callback: no
+    coroutine, task or loop turn of its own per call.
+
+    The fleet's worker is one: each call goes up its job's reply channel, and the reply
+    is read inside the link that brings it, where the answer is written to the child
+    straight away (``codemode/fleet/_jobrunner.py``). As a coroutine dispatch, a call
+    through it took the worker ~260 Python calls and ~4.9 turns of its loop: the call's
+    coroutines started eagerly, a stand-in task handed its first wait on, and a loop turn
+    between the reply and its answer (benchmarks/README.md). An executor serves a
+    forwarder's calls with :meth:`forward`; awaited as a dispatch, it works as any other."""
+
+    @abc.abstractmethod
+    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
+        """Send ``call`` on; ``answer`` gets its envelope exactly once, later or at once, on
+        this loop's thread. Must not raise: a failure is an error envelope."""
+
+    async def __call__(self, provider: str, tool: str, args_json: str) -> str:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        def answer(envelope: str) -> None:
+            if not future.done():
+                future.set_result(envelope)
+
+        self.forward(_CallArgs(provider, tool, args_json), answer)
+        return await future
 
 
 def _is_async(dispatch: Callable[[str, str, str], Any]) -> bool:
@@ -179,7 +221,7 @@ class Dispatcher:
     tool call of a run takes this path, and the host's part of a call was what the
     benchmark's (b) paid above the reference design (docs/performance.md, "Tool calls")."""
 
-    __slots__ = ("_async", "_dispatch", "_max_bytes", "_threads")
+    __slots__ = ("_async", "_dispatch", "_max_bytes", "_threads", "forwards")
 
     def __init__(self, dispatch: Callable[[str, str, str], Any] | None, max_bytes: int,
                  threads: RunThreads) -> None:
@@ -187,6 +229,20 @@ class Dispatcher:
         self._async = dispatch is not None and _is_async(dispatch)
         self._max_bytes = max_bytes
         self._threads = threads
+        self.forwards = isinstance(dispatch, Forwarder)
+        """Whether calls may be served with :meth:`forward` (the dispatch is a Forwarder)."""
+
+    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
+        """Hand ``call`` to the forwarding dispatch; ``answer`` gets the envelope it comes
+        back with, checked as :meth:`call` checks one."""
+        forwarder = self._dispatch
+        assert isinstance(forwarder, Forwarder)
+        provider, tool, max_bytes = call.provider, call.tool, self._max_bytes
+        try:
+            forwarder.forward(call, lambda reply: answer(_checked(provider, tool, reply, max_bytes)))
+        except Exception as exc:  # (a bug: a forwarder answers its failures)
+            log.warning("dispatch for %s.%s raised", provider, tool, exc_info=True)
+            answer(_failed(provider, tool, exc))
 
     async def call(self, call: CallMessage) -> str:
         """The envelope for one call (a child's Call, a fleet job's ToolCall): the
@@ -210,10 +266,7 @@ class Dispatcher:
             raise
         except Exception as exc:
             log.warning("dispatch for %s.%s raised", provider, tool, exc_info=True)
-            return tool_error(
-                f"The tool {provider}.{tool} failed in the host ({type(exc).__name__}). "
-                "Try another approach, or report that this tool is failing."
-            )
+            return _failed(provider, tool, exc)
         return _checked(provider, tool, reply, self._max_bytes)
 
 

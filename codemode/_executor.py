@@ -322,7 +322,8 @@ class IsolateExecutor:
                 )
 
         active = ActiveRun(msg=msg, future=loop.create_future(), on_call=dispatcher.call,
-                           on_fetch=on_fetch)
+                           on_fetch=on_fetch,
+                           forward=dispatcher.forward if dispatcher.forwards else None)
         worker.begin(active)
         try:
             # Awaited as it is, not shielded: a shield costs every run one more turn of the

@@ -111,6 +111,9 @@ class ActiveRun:
     future: asyncio.Future[Outcome]
     on_call: Callable[[Call], Awaitable[str]]
     on_fetch: Callable[[Fetch], Awaitable[str]]
+    forward: Callable[[Call, Callable[[str], object]], None] | None = None
+    """Set when the run's dispatch is a Forwarder (``_dispatch.py``): its calls are handed
+    on, and each answer comes back through a callback, with no coroutine of its own."""
     open_calls: set[int] = field(default_factory=set)
     paused_since: float | None = None
     paused_total: float = 0.0
@@ -118,9 +121,9 @@ class ActiveRun:
     started: bool = False  # the child said Started (or marked it, see _mark.py): program code may have run
     timed_out: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    line: collections.deque[tuple[int, Callable[[], Awaitable[str]]]] = field(
+    line: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = field(
         default_factory=collections.deque)
-    """Calls received but not started yet (see CALLS_STARTED_PER_TURN)."""
+    """Calls received but not started yet, each as how to start it (see CALLS_STARTED_PER_TURN)."""
     started_this_turn: int = 0
     next_turn: asyncio.Handle | None = None
 
@@ -544,24 +547,30 @@ class Worker:
         if active is None or active.msg.run_id != call.run_id:
             return
         self._open(active, call.call_id)
-        self._start(active, call.call_id, functools.partial(active.on_call, call))
+        if active.forward is not None:
+            self._start(active, self._forward, active, call)
+        else:
+            self._start(active, self._answer, active, call.call_id,
+                        functools.partial(active.on_call, call))
 
     def _on_fetch(self, fetch: Fetch) -> None:
         active = self.run
         if active is None or active.msg.run_id != fetch.run_id:
             return
         self._open(active, fetch.call_id)
-        self._start(active, fetch.call_id, functools.partial(active.on_fetch, fetch))
+        self._start(active, self._answer, active, fetch.call_id,
+                    functools.partial(active.on_fetch, fetch))
 
-    def _start(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
-        """Serve a call now, or, past this turn's share, in a later turn (in order)."""
+    def _start(self, active: ActiveRun, begin: Callable[..., None], *args: Any) -> None:
+        """Start serving a call (``begin(*args)``) now, or, past this turn's share, in a
+        later turn (in order)."""
         if active.line or active.started_this_turn >= CALLS_STARTED_PER_TURN:
-            active.line.append((call_id, serve))
+            active.line.append((begin, args))
             if active.next_turn is None:
                 active.next_turn = self._loop.call_soon(self._new_turn, active)
         else:
             active.started_this_turn += 1
-            self._answer(active, call_id, serve)
+            begin(*args)
 
     def _new_turn(self, active: ActiveRun) -> None:
         """A loop turn later (the loop has looked for I/O since): start the next share."""
@@ -571,9 +580,9 @@ class Worker:
             active.line.clear()
             return
         while active.line and active.started_this_turn < CALLS_STARTED_PER_TURN:
-            call_id, serve = active.line.popleft()
+            begin, args = active.line.popleft()
             active.started_this_turn += 1
-            self._answer(active, call_id, serve)
+            begin(*args)
         if active.line:
             active.next_turn = self._loop.call_soon(self._new_turn, active)
 
@@ -587,14 +596,7 @@ class Worker:
 
         async def answer() -> None:
             try:
-                body = await serve()
-                if self.run is not active or active.future.done():
-                    return  # the run ended while the host worked: drop the stale reply
-                self._close(active, call_id)
-                try:  # (not contextlib.suppress: three more Python calls on every call's path)
-                    self._write_reply(Reply(active.msg.run_id, call_id, body))
-                except Exception:  # the child is gone: its exit is handled by the reader
-                    log.debug("worker %s: a reply was not written", self.id, exc_info=True)
+                self._reply(active, call_id, await serve())
             finally:
                 if task is not None:
                     active.tasks.discard(task)
@@ -602,6 +604,23 @@ class Worker:
         task = self._starter.start(answer())
         if task is not None:  # (it waits: a task handed a call is never done yet)
             active.tasks.add(task)
+
+    def _forward(self, active: ActiveRun, call: Call) -> None:
+        """Hand a call to the run's forwarding dispatch; its answer goes to the child when
+        it comes (from whatever loop callback brings it)."""
+        assert active.forward is not None
+        active.forward(call, functools.partial(self._reply, active, call.call_id))
+
+    def _reply(self, active: ActiveRun, call_id: int, body: str) -> None:
+        """A call's answer, to the child, unless the run ended while the host worked (the
+        stale reply is dropped)."""
+        if self.run is not active or active.future.done():
+            return
+        self._close(active, call_id)
+        try:  # (not contextlib.suppress: three more Python calls on every call's path)
+            self._write_reply(Reply(active.msg.run_id, call_id, body))
+        except Exception:  # the child is gone: its exit is handled by the reader
+            log.debug("worker %s: a reply was not written", self.id, exc_info=True)
 
     def _fail_active(self, exc: ExecutorError) -> None:
         active = self.run

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .._dispatch import tool_error
+from .._dispatch import CallMessage, Forwarder, tool_error
 from .._faults import HandleExpired, HandleLost
 from .._handles import find_handle
 from .._outbound import OutboundRequest, OutboundResponse
@@ -130,23 +131,24 @@ def worker_gone_text(handle: str | None, worker: str) -> str:
 class Relay(Protocol):
     """What serves a running job's tool calls and fetches: the job's reply channel."""
 
-    async def relay_call(self, provider: str, tool: str, args_json: str) -> str: ...
+    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None: ...
 
     async def relay_fetch(self, request: OutboundRequest) -> OutboundResponse: ...
 
 
-class HandleRoute:
+class HandleRoute(Forwarder):
     """A retained isolate's dispatch and outbound policy, for its whole life: each call goes
     to the reply channel of the job serving the isolate right now."""
 
     def __init__(self, job: Relay | None = None) -> None:
         self.job = job
 
-    async def relay_call(self, provider: str, tool: str, args_json: str) -> str:
+    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
         job = self.job
         if job is None:
-            return tool_error(NO_INVOCATION_TEXT)
-        return await job.relay_call(provider, tool, args_json)
+            answer(tool_error(NO_INVOCATION_TEXT))
+        else:
+            job.forward(call, answer)
 
     async def relay_fetch(self, request: OutboundRequest) -> OutboundResponse:
         job = self.job

@@ -11,7 +11,8 @@
     reader (_reader.py; from the first relayed call, or READER_DELAY_S into the run):
        BLPOP down, a call's push riding ahead of it ─▶ ToolReply/FetchReply to the pending
        call by id (stale or garbage dropped), Cancel stops the run
-    IsolateExecutor.execute(dispatch=relay_call, outbound=relay_fetch|None|UNSET)
+    IsolateExecutor.execute(dispatch=_Calls(job), outbound=relay_fetch|None|UNSET)
+      (a Forwarder: each call's answer goes to the child from the read that brings it)
       (kind=invoke: IsolateExecutor.invoke_handle; kind=release: release_handle)
     ─▶ Finished(outcome) | Failed(fault) on up, admission slot freed, lease deleted
 
@@ -31,16 +32,18 @@ import functools
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 import redis.asyncio as aioredis
+import redis.exceptions
 
 from broker_config import BrokerSettings
 
 from .. import _texts
 from .._config import UNSET
-from .._dispatch import tool_error
+from .._dispatch import CallMessage, Forwarder, tool_error
 from .._executor import IsolateExecutor
 from .._faults import (
     Disposed,
@@ -96,6 +99,8 @@ finds the claim (``_session.py``)."""
 
 _Answer = ToolReply | FetchReply | str
 """What a pending call resolves to: the host's reply, or a text the call rejects with."""
+_Settle = Callable[[_Answer], object]
+"""What a pending call is waiting with: called once, with its answer."""
 
 
 class JobRunner:
@@ -184,7 +189,10 @@ class _Job:
         self.keys = JobKeys.of(spec.key_prefix, spec.job_id)
         self.host_key = host_key(spec.key_prefix, spec.host_id)
         self.admission = admission_key(spec.key_prefix)
-        self.pending: dict[int, asyncio.Future[_Answer]] = {}
+        self.pending: dict[int, _Settle] = {}
+        """The calls sent up and not answered yet, by call id."""
+        self._pushes: set[asyncio.Task[None]] = set()
+        """Pushes of calls that could not ride ahead of the reader's BLPOP (referenced till done)."""
         self.ids = itertools.count(1)
         self.host_gone = False
         self.broker_lost = False
@@ -289,7 +297,7 @@ class _Job:
         # A run that may retain its isolate gets a route as its dispatch and policy: the
         # isolate keeps them for its whole life, and each invocation points them at itself.
         route = HandleRoute(self) if self.spec.retain else None
-        relay_call = self.relay_call if route is None else route.relay_call
+        calls: Forwarder = _Calls(self) if route is None else route
         relay_fetch = self.relay_fetch if route is None else route.relay_fetch
         outbound: Any
         if self.spec.network == "none":
@@ -302,7 +310,7 @@ class _Job:
             outcome = await self.runner.executor.execute(
                 self.spec.code,
                 providers=[{"name": p.name, "tools": list(p.tools)} for p in self.spec.providers],
-                dispatch=relay_call,
+                dispatch=calls,
                 outbound=outbound,
                 modules=self.spec.modules,
                 timeout=self.spec.timeout_ms,
@@ -416,9 +424,9 @@ class _Job:
             await asyncio.sleep(interval)
 
     def _fail_pending(self, text: str) -> None:
-        for future in self.pending.values():
-            if not future.done():
-                future.set_result(text)
+        pending, self.pending = self.pending, {}
+        for settle in pending.values():
+            settle(text)
 
     # ---- the down channel -------------------------------------------------------------
 
@@ -443,12 +451,12 @@ class _Job:
                 if self.run_task is not None:
                     self.run_task.cancel()
             case ToolReply(call_id=call_id) | FetchReply(call_id=call_id):
-                future = self.pending.pop(call_id, None)
-                if future is None or future.done():
+                settle = self.pending.pop(call_id, None)
+                if settle is None:
                     log.info("job %s: dropped a stale reply to call %d",
                              self.spec.job_id, call_id)
                     return False
-                future.set_result(message)
+                settle(message)  # a tool call's answer goes to the child from here
                 return not self.pending
         return False
 
@@ -489,33 +497,74 @@ class _Job:
                 on_message=self._on_down, on_lost=self._on_down_lost)
         return self.reader
 
+    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
+        """The job's dispatch (a Forwarder, see ``_Calls``): send a tool call up; ``answer``
+        gets its envelope inside the read that brings the host's reply."""
+        provider, tool = call.provider, call.tool
+
+        def settle(reply: _Answer) -> None:
+            if isinstance(reply, ToolReply):
+                answer(reply.envelope)
+            elif isinstance(reply, str):
+                answer(tool_error(reply))
+            else:
+                answer(tool_error(f"The host answered the call to {provider}.{tool} with a "
+                                  "reply of the wrong kind."))
+
+        self._send(lambda call_id: ToolCall(call_id, provider, tool, call.args_json), settle)
+
     async def _ask(self, message_for: Any) -> _Answer:
         """Send one call up and wait for its answer (or a text the call rejects with)."""
-        if self.host_gone:
-            return _texts.host_gone_text()
-        if self.broker_lost:
-            return BROKER_LOST_TEXT
-        call_id = next(self.ids)
         future: asyncio.Future[_Answer] = asyncio.get_running_loop().create_future()
-        self.pending[call_id] = future
+
+        def settle(answer: _Answer) -> None:
+            if not future.done():
+                future.set_result(answer)
+
+        call_id = self._send(message_for, settle)
+        try:
+            return await future
+        finally:
+            self.pending.pop(call_id, None)
+
+    def _send(self, message_for: Any, settle: _Settle) -> int:
+        """Send one call up, its push riding ahead of the reader's next BLPOP when it can;
+        ``settle`` gets its answer once (at once, if the host or Redis is known gone).
+        Returns the call's id."""
+        call_id = next(self.ids)
+        if self.host_gone:
+            settle(_texts.host_gone_text())
+            return call_id
+        if self.broker_lost:
+            settle(BROKER_LOST_TEXT)
+            return call_id
+        self.pending[call_id] = settle
         messages = [encode(message_for(call_id))]
         if not self.announced:  # a quiet start's first call: Started goes up just before it
             self.announced = True
             messages.insert(0, encode(Started(self.runner.worker_id)))
+        if not self._ride(call_id, messages):
+            task = asyncio.ensure_future(self._push_alone(call_id, messages))
+            self._pushes.add(task)
+            task.add_done_callback(self._pushes.discard)
+        return call_id
+
+    async def _push_alone(self, call_id: int, messages: list[bytes]) -> None:
+        """A call's push on a link of its own (the reader is reading already)."""
         try:
-            if self._ride(call_id, messages):
-                return await future
-            try:
-                await push(self.runner.links, self.keys.up, *messages,
-                           ttl_ms=self.settings.key_ttl_ms)
-            except BROKER_ERRORS as exc:
-                log.warning("job %s: could not send a call to its host (%s: %s)",
-                            self.spec.job_id, type(exc).__name__, exc)
-                self.broker_lost = True
-                return BROKER_LOST_TEXT
-            return await future
-        finally:
-            self.pending.pop(call_id, None)
+            await push(self.runner.links, self.keys.up, *messages, ttl_ms=self.settings.key_ttl_ms)
+        except BROKER_ERRORS as exc:
+            log.warning("job %s: could not send a call to its host (%s: %s)",
+                        self.spec.job_id, type(exc).__name__, exc)
+            self.broker_lost = True
+            settle = self.pending.pop(call_id, None)
+            if settle is not None:
+                settle(BROKER_LOST_TEXT)
+        except redis.exceptions.ResponseError as exc:  # refused: this call fails, not Redis
+            self._push_failed(call_id, str(exc))
+        except Exception as exc:  # a bug: the call must still be answered
+            log.exception("job %s: a call's push failed", self.spec.job_id)
+            self._push_failed(call_id, f"{type(exc).__name__}: {exc}")
 
     def _ride(self, call_id: int, messages: list[bytes]) -> bool:
         """Send a call's push ahead of the reader's next BLPOP, in one write, when the
@@ -529,19 +578,9 @@ class _Job:
             functools.partial(self._push_failed, call_id))
 
     def _push_failed(self, call_id: int, error: str) -> None:
-        future = self.pending.get(call_id)
-        if future is not None and not future.done():
-            future.set_result(f"The worker could not send this call to its host ({error}).")
-
-    async def relay_call(self, provider: str, tool: str, args_json: str) -> str:
-        """The worker executor's dispatch: the tool runs in the host that sent the job."""
-        answer = await self._ask(lambda call_id: ToolCall(call_id, provider, tool, args_json))
-        if isinstance(answer, str):
-            return tool_error(answer)
-        if isinstance(answer, ToolReply):
-            return answer.envelope
-        return tool_error(f"The host answered the call to {provider}.{tool} with a reply of "
-                          "the wrong kind.")
+        settle = self.pending.pop(call_id, None)
+        if settle is not None:
+            settle(f"The worker could not send this call to its host ({error}).")
 
     async def relay_fetch(self, request: OutboundRequest) -> OutboundResponse:
         """The worker executor's outbound policy: each hop is decided by the host's policy."""
@@ -554,3 +593,14 @@ class _Job:
             raise RelayRefused(answer.error or f"The request to {request.url} was refused.")
         raise RelayRefused("The host answered this request with a reply of the wrong kind.")
 
+
+class _Calls(Forwarder):
+    """A job's dispatch: each tool call goes up the job's reply channel (:meth:`_Job.forward`)."""
+
+    __slots__ = ("_job",)
+
+    def __init__(self, job: _Job) -> None:
+        self._job = job
+
+    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
+        self._job.forward(call, answer)
