@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from neighbours import busy_neighbours
+from outputs import RESULTS_DIR
 
 from codemode import IsolateExecutor, tool_result
 
@@ -592,7 +593,7 @@ def main() -> None:
     if args.one_scenario:
         asyncio.run(one_scenario(args.one_scenario, args.n))
         return
-    out_dir = HERE / "results"
+    out_dir = RESULTS_DIR
     out_dir.mkdir(exist_ok=True)
     if args.cpu_vs_reference:
         cpu_ref = cpu_vs_reference(["trivial", "tools10"], 100, 100 + args.n, args.rounds)

@@ -63,6 +63,7 @@ from typing import Any
 import redis
 from celery import Celery
 from neighbours import busy_neighbours
+from outputs import RESULTS_DIR
 
 from broker_config import PING_TASK_NAME, BrokerSettings, WorkerSettings
 from codemode import IsolateExecutor, tool_result
@@ -70,7 +71,7 @@ from codemode.fleet import FleetExecutor
 from codemode.fleet._producer import transport_bytes
 from codemode.fleet.testing import RedisServer, WorkerProcess
 
-RESULTS = Path(__file__).parent / "results" / "fleet.json"
+RESULTS = RESULTS_DIR / "fleet.json"
 TOOLS = [{"name": "t", "tools": ["x"]}]
 TEN_CALLS = "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.x(i); return s }"
 FIFTY_CALLS = "async () => { let s = 0; for (let i = 0; i < 50; i++) s += await t.x(i); return s }"

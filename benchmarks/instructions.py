@@ -51,9 +51,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from outputs import RESULTS_DIR
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results" / "instructions.json"
+RESULTS = RESULTS_DIR / "instructions.json"
 
 TRIVIAL = "() => 0"
 TEN_CALLS = "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.x(i); return s }"

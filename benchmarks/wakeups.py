@@ -24,10 +24,11 @@ import select
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results" / "wakeups.json"
+from outputs import RESULTS_DIR
+
+RESULTS = RESULTS_DIR / "wakeups.json"
 
 
 def _echo(inbound: int, outbound: int) -> None:

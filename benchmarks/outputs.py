@@ -1,0 +1,13 @@
+"""Where the benchmarks write their results: ``benchmarks/results/``, or the directory
+``CODEMODE_BENCH_RESULTS`` names (``tests/test_benchmarks.py`` runs them into a temporary
+one, so that a smoke run never replaces the measured results)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["RESULTS_DIR"]
+
+RESULTS_DIR = Path(os.environ.get("CODEMODE_BENCH_RESULTS")
+                   or Path(__file__).resolve().parent / "results")

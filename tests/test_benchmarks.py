@@ -1,0 +1,58 @@
+"""The benchmark scripts still run: each, briefly, into a temporary results directory.
+
+The numbers are measured by hand (``benchmarks/README.md``); this only keeps the scripts
+from rotting between measurements (an import moved, an option renamed), and checks that
+what they write has the fields the README's tables are read from. The Node reference is
+not run here (it needs ``benchmarks/reference/setup.sh``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemode.fleet.testing import missing_redis_reason
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _run(script: str, *args: str, results: Path) -> str:
+    env = {**os.environ, "CODEMODE_BENCH_RESULTS": str(results)}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return done.stdout
+
+
+def test_bench_runs_every_in_process_row_beside_a_busy_neighbour(tmp_path: Path) -> None:
+    out = _run("bench.py", "--n", "30", "--rounds", "1", "--busy", "1", results=tmp_path)
+    assert "tool call round trip" in out and "timeout 300 ms settles" in out, out
+    report = json.loads((tmp_path / "busy.json").read_text())
+    assert report["machine"]["busy_neighbours"] == 1
+    ours = report["ours"]
+    for scenario in ("trivial", "tools10", "cpu"):
+        assert ours[scenario]["throughput_per_s"] > 0 and ours[scenario]["median_ms"] > 0
+    assert 299 < ours["timeout"]["settle_ms_median"] < 400
+    assert ours["memory"]["rss_per_child_mb"] > 0
+    assert not (tmp_path / "latest.json").exists()
+
+
+@pytest.mark.fleet
+def test_fleet_bench_prints_both_fleet_targets(tmp_path: Path) -> None:
+    reason = missing_redis_reason()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI=true: the fleet tests must run in CI)")
+        pytest.skip(reason)
+    out = _run("fleet_bench.py", "--runs", "20", results=tmp_path)
+    assert out.count("target: ") == 2, out
+    results = json.loads((tmp_path / "fleet.json").read_text())
+    assert [t["what"] for t in results["targets"]] == [
+        "trivial job, added over in-process",
+        "one tool call, against 2x raw round trip + in-process call"], results["targets"]
+    assert results["fleet_one_tool_call"]["median_ms"] > 0
+    assert results["redis_list_round_trip"]["median_ms"] > 0
