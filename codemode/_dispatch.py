@@ -185,10 +185,11 @@ class Forwarder(abc.ABC):
     The fleet's worker is one: each call goes up its job's reply channel, and the reply
     is read inside the link that brings it, where the answer is written to the child
     straight away (``codemode/fleet/_jobrunner.py``). As a coroutine dispatch, a call
-    through it took the worker ~260 Python calls and ~4.9 turns of its loop: the call's
+    through it took the worker ~260 Python calls and ~4.9 turns of its loop (the call's
     coroutines started eagerly, a stand-in task handed its first wait on, and a loop turn
-    between the reply and its answer (benchmarks/README.md). An executor serves a
-    forwarder's calls with :meth:`forward`; awaited as a dispatch, it works as any other."""
+    between the reply and its answer); as a forwarder ~190 and ~2.8 (benchmarks/README.md).
+    An executor serves a forwarder's calls with :meth:`forward`; awaited as a dispatch, it
+    works as any other."""
 
     @abc.abstractmethod
     def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
