@@ -92,6 +92,53 @@ async def test_promise_all_runs_tool_calls_concurrently(executor: Any) -> None:
     assert outcome.result == [1, 2, 3]
 
 
+async def test_a_flood_of_concurrent_calls_is_answered_call_by_call(executor: Any) -> None:
+    """2,000 calls in flight at once: each answer reaches its own call (in the fleet the
+    first call's push rides with the reader's BLPOP, and the rest go up on their own
+    while that BLPOP waits), and none is lost or answered twice."""
+    seen: list[int] = []
+
+    async def dispatch(provider: str, tool: str, args_json: str) -> str:
+        [i] = msgspec.json.decode(args_json)
+        seen.append(i)
+        await asyncio.sleep(0 if i % 2 else 0.001)  # half answer at once, half a moment later
+        return tool_result(i * 3)
+
+    outcome = await executor.execute(
+        """async () => {
+            const answers = await Promise.all([...Array(2000).keys()].map(i => store.get(i)));
+            return answers.every((a, i) => a === i * 3) ? answers.length : answers;
+        }""",
+        providers=STORE, dispatch=dispatch, timeout=30_000)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == 2000
+    assert sorted(seen) == list(range(2000))
+
+
+async def test_calls_still_open_at_the_deadline_end_with_the_run(executor: Any) -> None:
+    """A run that times out with 200 calls open ends with the timeout's text; the answers
+    that come after are dropped, and the next run is served as usual."""
+    release = asyncio.Event()
+
+    async def slow(provider: str, tool: str, args_json: str) -> str:
+        await release.wait()
+        return tool_result("late")
+
+    outcome = await executor.execute(
+        "async () => await Promise.all([...Array(200).keys()].map(i => store.get(i)))",
+        providers=STORE, dispatch=slow, timeout=300)
+    assert outcome.error == timeout_text(300), outcome.error
+    release.set()
+
+    async def quick(provider: str, tool: str, args_json: str) -> str:
+        return tool_result(msgspec.json.decode(args_json)[0] + 1)
+
+    after = await executor.execute("async () => [await store.get(1), await store.get(2)]",
+                                   providers=STORE, dispatch=quick)
+    assert after.error is None, after.error
+    assert after.result == [2, 3]
+
+
 async def test_an_undeclared_tool_name_reaches_dispatch(executor: Any) -> None:
     seen: list[tuple[str, str]] = []
 
