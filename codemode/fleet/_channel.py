@@ -23,7 +23,7 @@ from broker_config import MAX_BLOCKING_WAIT_S
 
 from ._link import Links, pack
 
-__all__ = ["packed_push", "pop", "popped", "push"]
+__all__ = ["blocking_wait", "packed_push", "pop", "popped", "push"]
 
 MIN_WAIT_S = 0.01
 """BLPOP's timeout 0 means "forever": never send it."""
@@ -45,8 +45,13 @@ async def pop(links: Links, keys: Sequence[str], wait_s: float, *,
     """The next message on ``keys``, waiting at most ``wait_s`` (clamped to the fleet's
     longest blocking wait, which the socket timeout exceeds); ``None`` when nothing came.
     ``before``: pushes (:func:`packed_push`) that go out in the same write."""
-    wait = min(max(wait_s, MIN_WAIT_S), MAX_BLOCKING_WAIT_S)
-    return popped(await links.blocking("BLPOP", *keys, wait, before=before))
+    return popped(await links.blocking("BLPOP", *keys, blocking_wait(wait_s), before=before))
+
+
+def blocking_wait(wait_s: float) -> float:
+    """A BLPOP's timeout for a wait of ``wait_s``: never 0 (forever), never longer than the
+    fleet's longest blocking wait (which the socket timeout exceeds)."""
+    return min(max(wait_s, MIN_WAIT_S), MAX_BLOCKING_WAIT_S)
 
 
 def popped(item: Any) -> bytes | None:

@@ -42,7 +42,7 @@ from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_fro
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
 from .._request import ResolvedRequest
-from ._channel import MIN_WAIT_S, packed_push, popped, push
+from ._channel import blocking_wait, packed_push, popped, push
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import worker_gone_text
 from ._keys import JobKeys, admission_key
@@ -211,7 +211,7 @@ class JobSession:
 
     def _wait_on(self, link: Link, riders: Sequence[bytes],
                  future: asyncio.Future[bytes | None]) -> None:
-        wait = min(max(self._due - time.monotonic(), MIN_WAIT_S), MAX_BLOCKING_WAIT_S)
+        wait = blocking_wait(self._due - time.monotonic())
         self._waiting_on = link
         try:
             link.commands((*riders, pack("BLPOP", self.keys.up, wait)),
