@@ -11,7 +11,7 @@
     reader (_reader.py; from the first relayed call, or READER_DELAY_S into the run):
        BLPOP down, a call's push riding ahead of it ─▶ ToolReply/FetchReply to the pending
        call by id (stale or garbage dropped), Cancel stops the run
-    IsolateExecutor.execute(dispatch=_Calls(job), outbound=relay_fetch|None|UNSET)
+    IsolateExecutor.execute(dispatch=job, outbound=relay_fetch|None|UNSET)
       (a Forwarder: each call's answer goes to the child from the read that brings it)
       (kind=invoke: IsolateExecutor.invoke_handle; kind=release: release_handle)
     ─▶ Finished(outcome) | Failed(fault) on up, admission slot freed, lease deleted
@@ -180,7 +180,10 @@ class JobRunner:
             await self.client.delete(*(worker_key(p, self.worker_id) for p in self._beaten))
 
 
-class _Job:
+class _Job(Forwarder):
+    """One job on this worker; its own dispatch (a Forwarder: :meth:`forward`), unless a
+    :class:`HandleRoute` stands between it and a retained isolate."""
+
     def __init__(self, runner: JobRunner, spec: JobSpec) -> None:
         self.runner = runner
         self.client = runner.client
@@ -297,7 +300,7 @@ class _Job:
         # A run that may retain its isolate gets a route as its dispatch and policy: the
         # isolate keeps them for its whole life, and each invocation points them at itself.
         route = HandleRoute(self) if self.spec.retain else None
-        calls: Forwarder = _Calls(self) if route is None else route
+        calls: Forwarder = self if route is None else route
         relay_fetch = self.relay_fetch if route is None else route.relay_fetch
         outbound: Any
         if self.spec.network == "none":
@@ -451,12 +454,11 @@ class _Job:
                 if self.run_task is not None:
                     self.run_task.cancel()
             case ToolReply(call_id=call_id) | FetchReply(call_id=call_id):
-                settle = self.pending.pop(call_id, None)
-                if settle is None:
+                # (a tool call's answer goes to the child from here)
+                if not self._settle(call_id, message):
                     log.info("job %s: dropped a stale reply to call %d",
                              self.spec.job_id, call_id)
                     return False
-                settle(message)  # a tool call's answer goes to the child from here
                 return not self.pending
         return False
 
@@ -498,8 +500,8 @@ class _Job:
         return self.reader
 
     def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
-        """The job's dispatch (a Forwarder, see ``_Calls``): send a tool call up; ``answer``
-        gets its envelope inside the read that brings the host's reply."""
+        """The job's dispatch: send a tool call up; ``answer`` gets its envelope inside the
+        read that brings the host's reply."""
         provider, tool = call.provider, call.tool
 
         def settle(reply: _Answer) -> None:
@@ -557,9 +559,7 @@ class _Job:
             log.warning("job %s: could not send a call to its host (%s: %s)",
                         self.spec.job_id, type(exc).__name__, exc)
             self.broker_lost = True
-            settle = self.pending.pop(call_id, None)
-            if settle is not None:
-                settle(BROKER_LOST_TEXT)
+            self._settle(call_id, BROKER_LOST_TEXT)
         except redis.exceptions.ResponseError as exc:  # refused: this call fails, not Redis
             self._push_failed(call_id, str(exc))
         except Exception as exc:  # a bug: the call must still be answered
@@ -578,9 +578,16 @@ class _Job:
             functools.partial(self._push_failed, call_id))
 
     def _push_failed(self, call_id: int, error: str) -> None:
+        self._settle(call_id, f"The worker could not send this call to its host ({error}).")
+
+    def _settle(self, call_id: int, answer: _Answer) -> bool:
+        """Give a pending call its answer (it leaves the pending calls); whether it was
+        pending."""
         settle = self.pending.pop(call_id, None)
-        if settle is not None:
-            settle(f"The worker could not send this call to its host ({error}).")
+        if settle is None:
+            return False
+        settle(answer)
+        return True
 
     async def relay_fetch(self, request: OutboundRequest) -> OutboundResponse:
         """The worker executor's outbound policy: each hop is decided by the host's policy."""
@@ -592,15 +599,3 @@ class _Job:
                 return answer.response
             raise RelayRefused(answer.error or f"The request to {request.url} was refused.")
         raise RelayRefused("The host answered this request with a reply of the wrong kind.")
-
-
-class _Calls(Forwarder):
-    """A job's dispatch: each tool call goes up the job's reply channel (:meth:`_Job.forward`)."""
-
-    __slots__ = ("_job",)
-
-    def __init__(self, job: _Job) -> None:
-        self._job = job
-
-    def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
-        self._job.forward(call, answer)
