@@ -1,5 +1,5 @@
 """Where the benchmarks write their results: ``benchmarks/results/``, or the directory
-``CODEMODE_BENCH_RESULTS`` names (``tests/test_benchmarks.py`` runs them into a temporary
+``CODEMODE_BENCH_RESULTS`` names (``tests/fleet/test_benchmark_scripts.py`` runs them into a temporary
 one, so that a smoke run never replaces the measured results)."""
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ whole process group: nothing is left behind.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
@@ -16,24 +15,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from fleet_helpers import require_redis_server
 
 from broker_config import BrokerSettings, WorkerSettings
 from codemode.fleet import FleetExecutor
-from codemode.fleet.testing import (
-    RedisServer,
-    SharedFleet,
-    WorkerProcess,
-    missing_redis_reason,
-)
-
-
-def require_redis_server() -> None:
-    reason = missing_redis_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: the fleet tests must run in CI)")
-    pytest.skip(reason)
+from codemode.fleet.testing import RedisServer, SharedFleet, WorkerProcess
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from codemode.fleet._keys import JobKeys
+from codemode.fleet.testing import missing_redis_reason
+
+
+def require_redis_server() -> None:
+    """Skip without a redis-server to start; under CI=true, fail instead."""
+    reason = missing_redis_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the fleet tests must run in CI)")
+    pytest.skip(reason)
 
 
 async def eventually(check: Callable[[], object], timeout_s: float, what: str) -> object:

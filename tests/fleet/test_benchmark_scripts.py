@@ -3,7 +3,9 @@
 The numbers are measured by hand (``benchmarks/README.md``); this only keeps the scripts
 from rotting between measurements (an import moved, an option renamed), and checks that
 what they write has the fields the README's tables are read from. The Node reference is
-not run here (it needs ``benchmarks/reference/setup.sh``)."""
+not run here (it needs ``benchmarks/reference/setup.sh``). Here, beside the fleet tests,
+for the check that a redis-server is there to start (``fleet_helpers``); the in-process
+script needs none."""
 
 from __future__ import annotations
 
@@ -14,10 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fleet_helpers import require_redis_server
 
-from codemode.fleet.testing import missing_redis_reason
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _run(script: str, *args: str, results: Path) -> str:
@@ -43,11 +44,7 @@ def test_bench_runs_every_in_process_row_beside_a_busy_neighbour(tmp_path: Path)
 
 @pytest.mark.fleet
 def test_fleet_bench_prints_both_fleet_targets(tmp_path: Path) -> None:
-    reason = missing_redis_reason()
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason} (CI=true: the fleet tests must run in CI)")
-        pytest.skip(reason)
+    require_redis_server()
     out = _run("fleet_bench.py", "--runs", "20", results=tmp_path)
     assert out.count("target: ") == 2, out
     results = json.loads((tmp_path / "fleet.json").read_text())
