@@ -256,7 +256,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
                 }
                 out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
         out["redis_list_round_trip"] = {**summarize(raw.samples),
-                                        "how": "in blocks of 100 between the blocks of jobs"}
+                                        "how": f"in blocks of {RAW_BLOCK} between the blocks of jobs"}
         out["redis_list_round_trip_alone"] = {**summarize(raw.sample(runs * 5)),
                                               "how": "after the jobs, back to back"}
     finally:
