@@ -1009,7 +1009,6 @@ class Isolate:
         """Start the program and wait for the call to return (see :meth:`begin`)."""
         await self.begin(asyncio.get_running_loop(), payload_json).wait_for_return()
 
-
     def read_journal(self) -> list[Any]:
         """Messages written since the last read (after what the isolate's thread read and
         left for the loop). Needs no isolate: safe while it is busy."""
