@@ -110,9 +110,14 @@ async def latency_and_throughput(ex: IsolateExecutor, name: str, n: int) -> dict
     await asyncio.gather(*(caller() for _ in range(concurrency)))
     wall = time.perf_counter() - t
     host_ms = (time.process_time() - host_before) / n * 1e3
-    return {**summary(latencies), "throughput_per_s": n / wall, "n": n, "latencies_ms": latencies,
-            "concurrent_host_cpu_ms_per_run": host_ms,
-            "concurrent_machine_busy": _busy_since(busy_before)}
+    return {
+        **summary(latencies),
+        "throughput_per_s": n / wall,
+        "n": n,
+        "latencies_ms": latencies,
+        "concurrent_host_cpu_ms_per_run": host_ms,
+        "concurrent_machine_busy": _busy_since(busy_before),
+    }
 
 
 def _machine_ticks() -> tuple[int, int]:
@@ -151,8 +156,11 @@ async def timeout_accuracy(ex: IsolateExecutor) -> dict[str, Any]:
         settles.append((time.perf_counter() - t) * 1e3)
         assert outcome.error == program["expect_error"]
         await asyncio.sleep(0.5)  # let the wedged child be replaced
-    return {"settle_ms_median": statistics.median(settles), "settle_ms_max": max(settles),
-            "bound_ms": program["timeout"]}
+    return {
+        "settle_ms_median": statistics.median(settles),
+        "settle_ms_max": max(settles),
+        "bound_ms": program["timeout"],
+    }
 
 
 def rss_mb(pid: int) -> float:
@@ -203,8 +211,12 @@ async def run_scenario(ex: IsolateExecutor, name: str, n: int) -> dict[str, Any]
 
 
 REFERENCE_ARGS = {
-    "trivial": ("trivial", None), "tools10": ("tools10", None), "cpu": ("cpu", CPU_RUNS),
-    "toolrt": ("toolrt", None), "timeout": ("timeout", None), "memory": ("rss", None),
+    "trivial": ("trivial", None),
+    "tools10": ("tools10", None),
+    "cpu": ("cpu", CPU_RUNS),
+    "toolrt": ("toolrt", None),
+    "timeout": ("timeout", None),
+    "memory": ("rss", None),
 }
 
 
@@ -217,11 +229,19 @@ def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     median of the rounds' (each round's figure kept beside it)."""
     latencies = [x for r in rounds for x in r["latencies_ms"]]
     throughputs = [r["throughput_per_s"] for r in rounds]
-    shares = {f"{key}_rounds": [r[key] for r in rounds if key in r]
-              for key in ("concurrent_host_cpu_ms_per_run", "concurrent_machine_busy")}
-    return {**rounds[-1], **summary(latencies), "latencies_ms": latencies, "n": len(latencies),
-            "throughput_per_s": statistics.median(throughputs), "throughput_rounds": throughputs,
-            **shares}
+    shares = {
+        f"{key}_rounds": [r[key] for r in rounds if key in r]
+        for key in ("concurrent_host_cpu_ms_per_run", "concurrent_machine_busy")
+    }
+    return {
+        **rounds[-1],
+        **summary(latencies),
+        "latencies_ms": latencies,
+        "n": len(latencies),
+        "throughput_per_s": statistics.median(throughputs),
+        "throughput_rounds": throughputs,
+        **shares,
+    }
 
 
 async def run_all(n: int, with_reference: bool, rounds: int = 1) -> dict[str, Any]:
@@ -298,8 +318,7 @@ async def cpu_per_run(n: int) -> dict[str, Any]:
         wall = time.perf_counter() - started
         host_ms = (time.process_time() - host_before) / n * 1e3
         child_ms = sum(_cpu_s(pid) - before[pid] for pid in pids) / n * 1e3
-    return {"n": n, "runs_per_s": n / wall, "host_cpu_ms_per_run": host_ms,
-            "child_cpu_ms_per_run": child_ms}
+    return {"n": n, "runs_per_s": n / wall, "host_cpu_ms_per_run": host_ms, "child_cpu_ms_per_run": child_ms}
 
 
 def _switches(pid: int) -> int:
@@ -331,15 +350,26 @@ async def tool_call_cost(runs: int) -> dict[str, Any]:
             assert outcome.error is None, outcome.error
         wall = time.perf_counter() - started
         n = runs * 200
-        return {"calls": n, "wall_us_per_call": wall / n * 1e6,
-                "child_cpu_us_per_call": (_cpu_s(pid) - cpu) / n * 1e6,
-                "host_cpu_us_per_call": (time.process_time() - host) / n * 1e6,
-                "child_switches_per_call": (_switches(pid) - switches) / n}
+        return {
+            "calls": n,
+            "wall_us_per_call": wall / n * 1e6,
+            "child_cpu_us_per_call": (_cpu_s(pid) - cpu) / n * 1e6,
+            "host_cpu_us_per_call": (time.process_time() - host) / n * 1e6,
+            "child_switches_per_call": (_switches(pid) - switches) / n,
+        }
 
 
 def reference(scenario: str, n: int | None = None) -> dict[str, Any]:
-    cmd = ["node", str(HERE / "reference" / "bench.js"), "--scenario", scenario, "--workers", str(WORKERS),
-           "--programs", str(PROGRAMS_PATH)]
+    cmd = [
+        "node",
+        str(HERE / "reference" / "bench.js"),
+        "--scenario",
+        scenario,
+        "--workers",
+        str(WORKERS),
+        "--programs",
+        str(PROGRAMS_PATH),
+    ]
     if n is not None:
         cmd += ["--n", str(n)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300).stdout
@@ -402,11 +432,12 @@ async def env_ab(variable: str, values: tuple[str, str], program_name: str, roun
                 await ex.execute(program["code"], **kwargs)
             executors[value] = ex
         for r in range(rounds):
-            for value in (values if r % 2 == 0 else values[::-1]):
+            for value in values if r % 2 == 0 else values[::-1]:
                 ex = executors[value]
                 [pid] = ex.worker_pids
                 before, started = _cpu_s(pid), time.perf_counter()
                 if program_name == "trivial":
+
                     async def caller(e: IsolateExecutor = ex) -> None:
                         for _ in range(per_block // 4):
                             await e.execute(program["code"], **kwargs)
@@ -417,11 +448,16 @@ async def env_ab(variable: str, values: tuple[str, str], program_name: str, roun
                         await ex.execute(program["code"], **kwargs)
                 wall[value].append((time.perf_counter() - started) / per_block * 1e6)
                 cpu[value].append((_cpu_s(pid) - before) / per_block * 1e6)
-    return {"variable": variable, "program": program_name, "rounds": rounds,
-            "per": "run" if program_name == "trivial" else "call",
-            "child_cpu_us": cpu, "wall_us": wall,
-            "median_child_cpu_us": {v: statistics.median(cpu[v]) for v in values},
-            "median_wall_us": {v: statistics.median(wall[v]) for v in values}}
+    return {
+        "variable": variable,
+        "program": program_name,
+        "rounds": rounds,
+        "per": "run" if program_name == "trivial" else "call",
+        "child_cpu_us": cpu,
+        "wall_us": wall,
+        "median_child_cpu_us": {v: statistics.median(cpu[v]) for v in values},
+        "median_wall_us": {v: statistics.median(wall[v]) for v in values},
+    }
 
 
 OUTPUTS = {
@@ -441,10 +477,12 @@ async def output_cost(trees: list[str], rounds: int) -> dict[str, Any]:
     sides = {"this tree": dict(os.environ), **{t: dict(os.environ, PYTHONPATH=t) for t in trees}}
     wall: dict[str, dict[str, list[float]]] = {side: {k: [] for k in OUTPUTS} for side in sides}
     async with contextlib.AsyncExitStack() as stack:
-        executors = {side: await stack.enter_async_context(
-            IsolateExecutor(pool={"max_workers": 1}, child_env=env)) for side, env in sides.items()}
+        executors = {
+            side: await stack.enter_async_context(IsolateExecutor(pool={"max_workers": 1}, child_env=env))
+            for side, env in sides.items()
+        }
         for r in range(rounds):
-            for side in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+            for side in list(sides) if r % 2 == 0 else list(sides)[::-1]:
                 for name, code in OUTPUTS.items():
                     for i in range(25):
                         t = time.perf_counter()
@@ -453,9 +491,13 @@ async def output_cost(trees: list[str], rounds: int) -> dict[str, Any]:
                             wall[side][name].append((time.perf_counter() - t) * 1e3)
                         assert outcome.error is None, outcome.error
     medians = {side: {k: statistics.median(v) for k, v in runs.items()} for side, runs in wall.items()}
-    return {"rounds": rounds, "median_ms": medians,
-            "added_ms": {side: {k: m[k] - m["nothing"] for k in OUTPUTS if k != "nothing"}
-                         for side, m in medians.items()}}
+    return {
+        "rounds": rounds,
+        "median_ms": medians,
+        "added_ms": {
+            side: {k: m[k] - m["nothing"] for k in OUTPUTS if k != "nothing"} for side, m in medians.items()
+        },
+    }
 
 
 ISOLATE_COST_SCRIPT = r"""
@@ -495,12 +537,21 @@ def isolate_cost(n: int, rounds: int) -> dict[str, Any]:
     fresh process, ``n`` contexts, in alternating rounds."""
     cpu: dict[str, list[float]] = {v: [] for v in ISOLATE_VARIANTS}
     for r in range(rounds):
-        for variant in (ISOLATE_VARIANTS if r % 2 == 0 else ISOLATE_VARIANTS[::-1]):
-            out = subprocess.run([sys.executable, "-c", ISOLATE_COST_SCRIPT, variant, str(n)],
-                                 capture_output=True, text=True, check=True, timeout=300)
+        for variant in ISOLATE_VARIANTS if r % 2 == 0 else ISOLATE_VARIANTS[::-1]:
+            out = subprocess.run(
+                [sys.executable, "-c", ISOLATE_COST_SCRIPT, variant, str(n)],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=300,
+            )
             cpu[variant].append(json.loads(out.stdout.strip().splitlines()[-1])["us"])
-    return {"n": n, "rounds": rounds, "cpu_us": cpu,
-            "median_cpu_us": {v: statistics.median(c) for v, c in cpu.items()}}
+    return {
+        "n": n,
+        "rounds": rounds,
+        "cpu_us": cpu,
+        "median_cpu_us": {v: statistics.median(c) for v, c in cpu.items()},
+    }
 
 
 async def one_scenario(name: str, n: int) -> None:
@@ -517,10 +568,12 @@ def _children_usage(cmd: list[str]) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, capture_output=True, timeout=900)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"cpu_ms": ((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)) * 1e3,
-            "faults": after.ru_minflt - before.ru_minflt,
-            "voluntary_switches": after.ru_nvcsw - before.ru_nvcsw,
-            "involuntary_switches": after.ru_nivcsw - before.ru_nivcsw}
+    return {
+        "cpu_ms": ((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)) * 1e3,
+        "faults": after.ru_minflt - before.ru_minflt,
+        "voluntary_switches": after.ru_nvcsw - before.ru_nvcsw,
+        "involuntary_switches": after.ru_nivcsw - before.ru_nivcsw,
+    }
 
 
 def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) -> dict[str, Any]:
@@ -533,26 +586,47 @@ def cpu_vs_reference(scenarios: list[str], small: int, large: int, rounds: int) 
     faults and context switches per run are counted the same way: they are what a slow
     phase of this machine (a busy host under the VM) makes dearer."""
     harness = {
-        "ours": lambda s, n: [sys.executable, str(Path(__file__).resolve()), "--one-scenario", s,
-                              "--n", str(n), "--host-loop", HOST_LOOP],
-        "reference": lambda s, n: ["node", str(HERE / "reference" / "bench.js"), "--scenario", s,
-                                   "--workers", str(WORKERS), "--n", str(n),
-                                   "--programs", str(PROGRAMS_PATH)],
+        "ours": lambda s, n: [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--one-scenario",
+            s,
+            "--n",
+            str(n),
+            "--host-loop",
+            HOST_LOOP,
+        ],
+        "reference": lambda s, n: [
+            "node",
+            str(HERE / "reference" / "bench.js"),
+            "--scenario",
+            s,
+            "--workers",
+            str(WORKERS),
+            "--n",
+            str(n),
+            "--programs",
+            str(PROGRAMS_PATH),
+        ],
     }
     out: dict[str, Any] = {}
     for scenario in scenarios:
         per_run: dict[str, dict[str, list[float]]] = {side: {} for side in harness}
         for r in range(rounds):
-            for side in (list(harness) if r % 2 == 0 else list(harness)[::-1]):
+            for side in list(harness) if r % 2 == 0 else list(harness)[::-1]:
                 command = harness[side]
                 large_use = _children_usage(command(scenario, large))
                 small_use = _children_usage(command(scenario, small))
                 for key in large_use:
                     per_run[side].setdefault(key, []).append(
-                        (large_use[key] - small_use[key]) / (2 * (large - small)))
+                        (large_use[key] - small_use[key]) / (2 * (large - small))
+                    )
         medians = {side: {key: statistics.median(v) for key, v in m.items()} for side, m in per_run.items()}
-        out[scenario] = {"per_run": per_run, "median_per_run": medians,
-                         "cpu_ratio": medians["ours"]["cpu_ms"] / medians["reference"]["cpu_ms"]}
+        out[scenario] = {
+            "per_run": per_run,
+            "median_per_run": medians,
+            "cpu_ratio": medians["ours"]["cpu_ms"] / medians["reference"]["cpu_ms"],
+        }
     return out
 
 
@@ -561,27 +635,57 @@ def main() -> None:
     parser.add_argument("--reference", action="store_true", help="also run the Node reference")
     parser.add_argument("--stdlib-cost", action="store_true", help="trivial run with/without the stdlib")
     parser.add_argument("--cpu-per-run", action="store_true", help="CPU a trivial run costs")
-    parser.add_argument("--isolate-cost", action="store_true",
-                        help="CPU to create and free a bare isolate: V8 alone, + runtime, + console")
+    parser.add_argument(
+        "--isolate-cost",
+        action="store_true",
+        help="CPU to create and free a bare isolate: V8 alone, + runtime, + console",
+    )
     parser.add_argument("--tool-call-cost", action="store_true", help="CPU and switches per tool call")
-    parser.add_argument("--env-ab", metavar="VAR=A,B",
-                        help="child CPU with a child environment variable at two values, side by side")
-    parser.add_argument("--ab-program", default="trivial", choices=("trivial", "toolrt"),
-                        help="what --env-ab runs: trivial runs or 200-call chains")
-    parser.add_argument("--cpu-vs-reference", action="store_true",
-                        help="the machine's CPU per run, ours beside the reference's (trivial, tools10)")
-    parser.add_argument("--output-cost", action="store_true",
-                        help="what returning or logging 1-100 KB adds to a run (--tree: beside another tree)")
-    parser.add_argument("--tree", action="append", default=[],
-                        help="another source tree for --output-cost (first on its child's PYTHONPATH)")
+    parser.add_argument(
+        "--env-ab",
+        metavar="VAR=A,B",
+        help="child CPU with a child environment variable at two values, side by side",
+    )
+    parser.add_argument(
+        "--ab-program",
+        default="trivial",
+        choices=("trivial", "toolrt"),
+        help="what --env-ab runs: trivial runs or 200-call chains",
+    )
+    parser.add_argument(
+        "--cpu-vs-reference",
+        action="store_true",
+        help="the machine's CPU per run, ours beside the reference's (trivial, tools10)",
+    )
+    parser.add_argument(
+        "--output-cost",
+        action="store_true",
+        help="what returning or logging 1-100 KB adds to a run (--tree: beside another tree)",
+    )
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        help="another source tree for --output-cost (first on its child's PYTHONPATH)",
+    )
     parser.add_argument("--one-scenario", metavar="NAME", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=500, help="runs per latency scenario")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds of each load scenario per side, alternating (pooled)")
-    parser.add_argument("--host-loop", choices=("asyncio", "uvloop"), default="asyncio",
-                        help="this process's event loop (the host's; children run uvloop)")
-    parser.add_argument("--busy", type=int, default=0, metavar="N",
-                        help="run beside N spinning neighbour processes (results in busy.json)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of each load scenario per side, alternating (pooled)"
+    )
+    parser.add_argument(
+        "--host-loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="this process's event loop (the host's; children run uvloop)",
+    )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run beside N spinning neighbour processes (results in busy.json)",
+    )
     args = parser.parse_args()
     global HOST_LOOP, BUSY_NEIGHBOURS
     HOST_LOOP = args.host_loop
@@ -601,39 +705,50 @@ def main() -> None:
         (out_dir / "cpu_vs_reference.json").write_text(json.dumps(report_cpu, indent=2))
         for scenario, row in cpu_ref.items():
             o, r = row["median_per_run"]["ours"], row["median_per_run"]["reference"]
-            print(f"{scenario}: {o['cpu_ms']:.2f} ms of CPU per run, reference {r['cpu_ms']:.2f} ms: "
-                  f"{row['cpu_ratio']:.2f}x (median of {args.rounds} rounds); per run, ours / "
-                  f"reference: {o['faults']:.0f} / {r['faults']:.0f} page faults, "
-                  f"{o['voluntary_switches']:.1f} / {r['voluntary_switches']:.1f} voluntary and "
-                  f"{o['involuntary_switches']:.1f} / {r['involuntary_switches']:.1f} involuntary switches")
+            print(
+                f"{scenario}: {o['cpu_ms']:.2f} ms of CPU per run, reference {r['cpu_ms']:.2f} ms: "
+                f"{row['cpu_ratio']:.2f}x (median of {args.rounds} rounds); per run, ours / "
+                f"reference: {o['faults']:.0f} / {r['faults']:.0f} page faults, "
+                f"{o['voluntary_switches']:.1f} / {r['voluntary_switches']:.1f} voluntary and "
+                f"{o['involuntary_switches']:.1f} / {r['involuntary_switches']:.1f} involuntary switches"
+            )
         return
     if args.output_cost:
         cost = asyncio.run(output_cost(args.tree, args.rounds))
         (out_dir / "output_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
         for side, added in cost["added_ms"].items():
-            print(f"{side}: " + ", ".join(f"{k} +{v:.2f} ms" for k, v in added.items())
-                  + f" (a run that returns 1: {cost['median_ms'][side]['nothing']:.2f} ms)")
+            print(
+                f"{side}: "
+                + ", ".join(f"{k} +{v:.2f} ms" for k, v in added.items())
+                + f" (a run that returns 1: {cost['median_ms'][side]['nothing']:.2f} ms)"
+            )
         return
     if args.tool_call_cost:
         cost = asyncio.run(tool_call_cost(40))
         (out_dir / "tool_call_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
-        print(f"{cost['calls']} calls: wall {cost['wall_us_per_call']:.0f} us/call, child CPU "
-              f"{cost['child_cpu_us_per_call']:.0f} us, host CPU {cost['host_cpu_us_per_call']:.0f} us, "
-              f"child thread switches {cost['child_switches_per_call']:.1f}/call")
+        print(
+            f"{cost['calls']} calls: wall {cost['wall_us_per_call']:.0f} us/call, child CPU "
+            f"{cost['child_cpu_us_per_call']:.0f} us, host CPU {cost['host_cpu_us_per_call']:.0f} us, "
+            f"child thread switches {cost['child_switches_per_call']:.1f}/call"
+        )
         return
     if args.isolate_cost:
         cost = isolate_cost(args.n, max(args.rounds, 3))
         (out_dir / "isolate_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
         m = cost["median_cpu_us"]
-        print(f"one isolate created and freed, from a snapshot of (median of {cost['rounds']} rounds of "
-              f"{cost['n']}): " + ", ".join(f"{v} {m[v]:.0f} us" for v in ISOLATE_VARIANTS))
+        print(
+            f"one isolate created and freed, from a snapshot of (median of {cost['rounds']} rounds of "
+            f"{cost['n']}): " + ", ".join(f"{v} {m[v]:.0f} us" for v in ISOLATE_VARIANTS)
+        )
         return
     if args.cpu_per_run:
         cpu = asyncio.run(cpu_per_run(max(args.n, 2000)))
         (out_dir / "cpu_per_run.json").write_text(json.dumps({"machine": machine(), **cpu}, indent=2))
-        print(f"{cpu['n']} trivial runs, {cpu['runs_per_s']:.0f} per s: "
-              f"{cpu['child_cpu_ms_per_run']:.2f} ms of child CPU and "
-              f"{cpu['host_cpu_ms_per_run']:.2f} ms of host CPU per run")
+        print(
+            f"{cpu['n']} trivial runs, {cpu['runs_per_s']:.0f} per s: "
+            f"{cpu['child_cpu_ms_per_run']:.2f} ms of child CPU and "
+            f"{cpu['host_cpu_ms_per_run']:.2f} ms of host CPU per run"
+        )
         return
     if args.env_ab:
         variable, _, pair = args.env_ab.partition("=")
@@ -641,14 +756,18 @@ def main() -> None:
         ab = asyncio.run(env_ab(variable, (a, b), args.ab_program, 10))
         (out_dir / "env_ab.json").write_text(json.dumps({"machine": machine(), **ab}, indent=2))
         for value in (a, b):
-            print(f"{variable}={value}: child CPU {ab['median_child_cpu_us'][value]:.0f} us, wall "
-                  f"{ab['median_wall_us'][value]:.0f} us per {ab['per']} (median of {ab['rounds']} blocks)")
+            print(
+                f"{variable}={value}: child CPU {ab['median_child_cpu_us'][value]:.0f} us, wall "
+                f"{ab['median_wall_us'][value]:.0f} us per {ab['per']} (median of {ab['rounds']} blocks)"
+            )
         return
     if args.stdlib_cost:
         cost = asyncio.run(stdlib_cost(args.n))
         (out_dir / "stdlib_cost.json").write_text(json.dumps({"machine": machine(), **cost}, indent=2))
-        print(f"6 * 7 median: {cost['median_ms_with']:.2f} ms with the standard library, "
-              f"{cost['median_ms_without']:.2f} ms without ({cost['ratio']:.2f}x)")
+        print(
+            f"6 * 7 median: {cost['median_ms_with']:.2f} ms with the standard library, "
+            f"{cost['median_ms_without']:.2f} ms without ({cost['ratio']:.2f}x)"
+        )
         return
     report: dict[str, Any] = {"machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
     report["rounds"] = args.rounds
@@ -684,15 +803,19 @@ def main() -> None:
         rows.append(("respawn", o["memory"]["respawn_ms"] / r["respawn"]["median_ms"]))
         for label, ratio in rows:
             print(f"  {label:<24} {ratio:6.2f}x")
-        print("\nunder load (4 callers), median of the rounds: the host's CPU per run (the "
-              "reference's parent process) and how busy the machine was:")
+        print(
+            "\nunder load (4 callers), median of the rounds: the host's CPU per run (the "
+            "reference's parent process) and how busy the machine was:"
+        )
         for s in ("trivial", "tools10"):
             ours_host = statistics.median(o[s]["concurrent_host_cpu_ms_per_run_rounds"])
             ours_busy = statistics.median(o[s]["concurrent_machine_busy_rounds"])
             ref_host = statistics.median(r[s]["concurrent_host_cpu_ms_per_run_rounds"])
             ref_busy = statistics.median(r[s]["concurrent_machine_busy_rounds"])
-            print(f"  {s:<10} host {ours_host:.2f} ms, busy {ours_busy:.0%}; reference's parent "
-                  f"{ref_host:.2f} ms, busy {ref_busy:.0%}")
+            print(
+                f"  {s:<10} host {ours_host:.2f} ms, busy {ours_busy:.0%}; reference's parent "
+                f"{ref_host:.2f} ms, busy {ref_busy:.0%}"
+            )
         report["ratios"] = dict(rows)
         (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2))
 

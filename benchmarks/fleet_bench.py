@@ -108,8 +108,9 @@ BLOCK = 50
 """Jobs per block when in-process and fleet alternate (see side_by_side)."""
 
 
-async def side_by_side(runs: dict[str, Callable[[], Awaitable[Any]]], n: int,
-                       warmup: int = 10, raw: RawEcho | None = None) -> dict[str, list[float]]:
+async def side_by_side(
+    runs: dict[str, Callable[[], Awaitable[Any]]], n: int, warmup: int = 10, raw: RawEcho | None = None
+) -> dict[str, list[float]]:
     """``n`` timed jobs of each kind, in alternating blocks of BLOCK: the fleet's overhead
     is a difference of two medians, and this machine's speed drifts by more than that
     between one measurement and the next (one run measured in-process trivial jobs at 2.0
@@ -152,11 +153,13 @@ def _ping_message(app: Any, queue: str, reply_key: str) -> bytes:
     Celery's own headers and body (``as_task_v2``) in the envelope codemode's producer
     writes for a job (``codemode/fleet/_producer.py``)."""
     task_id = str(uuid.uuid4())
-    message = app.amqp.as_task_v2(task_id, PING_TASK_NAME, args=(reply_key,), kwargs={},
-                                  argsrepr=repr((reply_key,)), kwargsrepr="{}")
+    message = app.amqp.as_task_v2(
+        task_id, PING_TASK_NAME, args=(reply_key,), kwargs={}, argsrepr=repr((reply_key,)), kwargsrepr="{}"
+    )
     body = json.dumps(list(message.body), separators=(",", ":")).encode()
-    return transport_bytes(message.headers, body, correlation_id=task_id,
-                           reply_to=str(app.thread_oid), queue=queue)
+    return transport_bytes(
+        message.headers, body, correlation_id=task_id, reply_to=str(app.thread_oid), queue=queue
+    )
 
 
 def celery_round_trip(url: str, runs: int, *, pushed: bool = False) -> list[float]:
@@ -231,34 +234,40 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     raw = RawEcho(url)
     try:
-        async with IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local, \
-                FleetExecutor(settings=settings) as fleet:
+        async with (
+            IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local,
+            FleetExecutor(settings=settings) as fleet,
+        ):
             executors = {"inprocess": local, "fleet": fleet}
             rows = {
                 "trivial": (lambda ex: ex.execute("() => 0"), runs),
-                "10_tool_calls": (lambda ex: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch),
-                                  runs),
-                "50_tool_calls": (lambda ex: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
-                                  max(20, runs // 5)),
+                "10_tool_calls": (lambda ex: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch), runs),
+                "50_tool_calls": (
+                    lambda ex: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
+                    max(20, runs // 5),
+                ),
             }
             for row, (job, n) in rows.items():
                 samples = await side_by_side(
-                    {name: (lambda ex=ex, job=job: job(ex)) for name, ex in executors.items()}, n,
-                    raw=raw)
+                    {name: (lambda ex=ex, job=job: job(ex)) for name, ex in executors.items()}, n, raw=raw
+                )
                 for name in executors:
                     out[f"{name}_{row}"] = summarize(samples[name])
             for name, executor in executors.items():
                 fifty = out.pop(f"{name}_50_tool_calls")
                 out[f"{name}_one_tool_call"] = {
-                    "median_ms": round((fifty["median_ms"] - out[f"{name}_trivial"]["median_ms"])
-                                       / 50, 3),
+                    "median_ms": round((fifty["median_ms"] - out[f"{name}_trivial"]["median_ms"]) / 50, 3),
                     "how": "(median of a 50-call job - median of a trivial job) / 50",
                 }
                 out[f"{name}_throughput_per_s"] = round(await throughput(executor), 1)
-        out["redis_list_round_trip"] = {**summarize(raw.samples),
-                                        "how": f"in blocks of {RAW_BLOCK} between the blocks of jobs"}
-        out["redis_list_round_trip_alone"] = {**summarize(raw.sample(runs * 5)),
-                                              "how": "after the jobs, back to back"}
+        out["redis_list_round_trip"] = {
+            **summarize(raw.samples),
+            "how": f"in blocks of {RAW_BLOCK} between the blocks of jobs",
+        }
+        out["redis_list_round_trip_alone"] = {
+            **summarize(raw.sample(runs * 5)),
+            "how": "after the jobs, back to back",
+        }
     finally:
         raw.close()
     out["celery_noop_round_trip"] = summarize(celery_round_trip(url, runs))
@@ -309,42 +318,49 @@ def worker_ab(tree: str, jobs: int) -> dict[str, dict[str, dict[str, float]]]:
     os.chdir("/")
     out: dict[str, dict[str, dict[str, float]]] = {}
 
-    async def measure_side_by_side(urls: dict[str, str],
-                                   workers: dict[str, WorkerProcess]) -> None:
+    async def measure_side_by_side(urls: dict[str, str], workers: dict[str, WorkerProcess]) -> None:
         async with contextlib.AsyncExitStack() as stack:
-            fleets = {name: await stack.enter_async_context(
-                FleetExecutor(settings=BrokerSettings(redis_url=url)))
-                for name, url in urls.items()}
+            fleets = {
+                name: await stack.enter_async_context(FleetExecutor(settings=BrokerSettings(redis_url=url)))
+                for name, url in urls.items()
+            }
             kinds: dict[str, Callable[[FleetExecutor], Awaitable[Any]]] = {
                 "trivial": lambda ex: ex.execute("() => 0"),
-                "10_tool_calls": lambda ex: ex.execute(TEN_CALLS, providers=TOOLS,
-                                                       dispatch=dispatch),
+                "10_tool_calls": lambda ex: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch),
             }
             for kind, job in kinds.items():
                 cpu = {name: 0.0 for name in fleets}
 
-                def timed(name: str, job: Any = job,
-                          cpu: dict[str, float] = cpu) -> Callable[[], Awaitable[Any]]:
+                def timed(
+                    name: str, job: Any = job, cpu: dict[str, float] = cpu
+                ) -> Callable[[], Awaitable[Any]]:
                     async def run() -> Any:
                         before = _process_cpu_s(workers[name].pid)
                         outcome = await job(fleets[name])
                         cpu[name] += _process_cpu_s(workers[name].pid) - before
                         assert outcome.error is None, outcome.error
+
                     return run
 
                 samples = await side_by_side({name: timed(name) for name in fleets}, jobs)
                 for name in fleets:
                     out.setdefault(name, {})[kind] = {
                         **summarize(samples[name]),
-                        "worker_cpu_ms": round(cpu[name] * 1000 / len(samples[name]), 3)}
+                        "worker_cpu_ms": round(cpu[name] * 1000 / len(samples[name]), 3),
+                    }
 
     with contextlib.ExitStack() as stack:
         urls, workers = {}, {}
         for i, (name, env) in enumerate(sides.items()):
             server = stack.enter_context(RedisServer())
-            worker = stack.enter_context(WorkerProcess(
-                BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2),
-                env=env, name=f"ab{i}"))
+            worker = stack.enter_context(
+                WorkerProcess(
+                    BrokerSettings(redis_url=server.url),
+                    WorkerSettings(concurrency=2),
+                    env=env,
+                    name=f"ab{i}",
+                )
+            )
             urls[name], workers[name] = server.url, worker
         asyncio.run(measure_side_by_side(urls, workers))
     return out
@@ -374,8 +390,7 @@ async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict
     through_link = links.script(PUSH_SCRIPT)
     message = b"x" * 200
     ways: dict[str, Callable[[], Awaitable[Any]]] = {
-        "script, redis-py client": lambda: through_client(keys=["bench:push"],
-                                                          args=[60_000, message]),
+        "script, redis-py client": lambda: through_client(keys=["bench:push"], args=[60_000, message]),
         "script, link": lambda: through_link(["bench:push"], [60_000, message]),
         "RPUSH + PEXPIRE, link": lambda: push(links, "bench:push", message, ttl_ms=60_000),
     }
@@ -396,8 +411,10 @@ async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict
     finally:
         await links.aclose()
         await client.aclose()
-    return {name: {"wall_us": round(w / n * 1e6, 1), "cpu_us": round(c / n * 1e6, 1), "n": n}
-            for name, (w, c, n) in spent.items()}
+    return {
+        name: {"wall_us": round(w / n * 1e6, 1), "cpu_us": round(c / n * 1e6, 1), "n": n}
+        for name, (w, c, n) in spent.items()
+    }
 
 
 def table(results: dict[str, Any]) -> str:
@@ -409,25 +426,37 @@ def table(results: dict[str, Any]) -> str:
     lines = [f"{'measure (median ms)':<34}{'in-process':>12}{'fleet':>12}", "-" * 58]
     for label, a, b in rows:
         lines.append(f"{label:<34}{results[a]['median_ms']:>12.3f}{results[b]['median_ms']:>12.3f}")
-    lines.append(f"{'throughput, 16 in flight (jobs/s)':<34}"
-                 f"{results['inprocess_throughput_per_s']:>12.1f}"
-                 f"{results['fleet_throughput_per_s']:>12.1f}")
-    lines.append(f"{'raw Redis list round trip':<34}{'':>12}"
-                 f"{results['redis_list_round_trip']['median_ms']:>12.3f}")
-    lines.append(f"{'  the same, after the jobs':<34}{'':>12}"
-                 f"{results['redis_list_round_trip_alone']['median_ms']:>12.3f}")
-    lines.append(f"{'Celery no-op task round trip':<34}{'':>12}"
-                 f"{results['celery_noop_round_trip']['median_ms']:>12.3f}")
-    lines.append(f"{'  the same, pushed as a job is':<34}{'':>12}"
-                 f"{results['celery_noop_pushed_round_trip']['median_ms']:>12.3f}")
+    lines.append(
+        f"{'throughput, 16 in flight (jobs/s)':<34}"
+        f"{results['inprocess_throughput_per_s']:>12.1f}"
+        f"{results['fleet_throughput_per_s']:>12.1f}"
+    )
+    lines.append(
+        f"{'raw Redis list round trip':<34}{'':>12}{results['redis_list_round_trip']['median_ms']:>12.3f}"
+    )
+    lines.append(
+        f"{'  the same, after the jobs':<34}{'':>12}"
+        f"{results['redis_list_round_trip_alone']['median_ms']:>12.3f}"
+    )
+    lines.append(
+        f"{'Celery no-op task round trip':<34}{'':>12}{results['celery_noop_round_trip']['median_ms']:>12.3f}"
+    )
+    lines.append(
+        f"{'  the same, pushed as a job is':<34}{'':>12}"
+        f"{results['celery_noop_pushed_round_trip']['median_ms']:>12.3f}"
+    )
     judged = targets(results)
     added = judged[0]["measured"]
     celery = results["celery_noop_pushed_round_trip"]["median_ms"]
-    lines.append(f"fleet adds {added:.3f} ms to a trivial job: Celery's round trip "
-                 f"({celery:.3f} ms, pushed) and {added - celery:.3f} ms of codemode's framing")
+    lines.append(
+        f"fleet adds {added:.3f} ms to a trivial job: Celery's round trip "
+        f"({celery:.3f} ms, pushed) and {added - celery:.3f} ms of codemode's framing"
+    )
     for target in judged:
-        lines.append(f"target: {target['what']}: {target['measured']:.3f} against "
-                     f"{target['bound']:.3f} ms, {'met' if target['met'] else 'missed'}")
+        lines.append(
+            f"target: {target['what']}: {target['measured']:.3f} against "
+            f"{target['bound']:.3f} ms, {'met' if target['met'] else 'missed'}"
+        )
     return "\n".join(lines)
 
 
@@ -436,63 +465,89 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     trivial job over in-process, and a tool call over the reply channel at most twice a raw
     Redis round trip plus the call's own cost in process (dispatch and the isolate hop)."""
     added = results["fleet_trivial"]["median_ms"] - results["inprocess_trivial"]["median_ms"]
-    call_bound = (2 * results["redis_list_round_trip"]["median_ms"]
-                  + results["inprocess_one_tool_call"]["median_ms"])
+    call_bound = (
+        2 * results["redis_list_round_trip"]["median_ms"] + results["inprocess_one_tool_call"]["median_ms"]
+    )
     call = results["fleet_one_tool_call"]["median_ms"]
     return [
-        {"what": "trivial job, added over in-process", "measured": added, "bound": 1.5,
-         "met": added <= 1.5},
-        {"what": "one tool call, against 2x raw round trip + in-process call",
-         "measured": call, "bound": call_bound, "met": call <= call_bound},
+        {"what": "trivial job, added over in-process", "measured": added, "bound": 1.5, "met": added <= 1.5},
+        {
+            "what": "one tool call, against 2x raw round trip + in-process call",
+            "measured": call,
+            "bound": call_bound,
+            "met": call <= call_bound,
+        },
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--quiet-start-ab", action="store_true",
-                        help="trivial jobs with and without a quiet start, interleaved")
-    parser.add_argument("--link-cost", action="store_true",
-                        help="a push through redis-py's client and through a link, interleaved")
-    parser.add_argument("--worker-ab", metavar="TREE",
-                        help="this tree's worker against the one in source tree TREE")
-    parser.add_argument("--busy", type=int, default=0, metavar="N",
-                        help="run beside N spinning neighbour processes (results in fleet_busy.json)")
+    parser.add_argument(
+        "--quiet-start-ab",
+        action="store_true",
+        help="trivial jobs with and without a quiet start, interleaved",
+    )
+    parser.add_argument(
+        "--link-cost",
+        action="store_true",
+        help="a push through redis-py's client and through a link, interleaved",
+    )
+    parser.add_argument(
+        "--worker-ab", metavar="TREE", help="this tree's worker against the one in source tree TREE"
+    )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run beside N spinning neighbour processes (results in fleet_busy.json)",
+    )
     args = parser.parse_args(argv)
     if args.worker_ab:
         ab = worker_ab(args.worker_ab, args.runs)
         for name, kinds in ab.items():
             for kind, row in kinds.items():
-                print(f"{name:<24} {kind:<14} median {row['median_ms']:.3f} ms  "
-                      f"p95 {row['p95_ms']:.3f} ms  worker CPU {row['worker_cpu_ms']:.3f} ms "
-                      f"per job (n={row['n']})")
+                print(
+                    f"{name:<24} {kind:<14} median {row['median_ms']:.3f} ms  "
+                    f"p95 {row['p95_ms']:.3f} ms  worker CPU {row['worker_cpu_ms']:.3f} ms "
+                    f"per job (n={row['n']})"
+                )
         return 0
     if args.link_cost:
         with RedisServer() as server:
             costs = asyncio.run(link_cost(server.url, 20_000))
         for name, row in costs.items():
-            print(f"{name:<16} wall {row['wall_us']:7.1f} us  CPU {row['cpu_us']:7.1f} us "
-                  f"per command (n={row['n']})")
+            print(
+                f"{name:<16} wall {row['wall_us']:7.1f} us  CPU {row['cpu_us']:7.1f} us "
+                f"per command (n={row['n']})"
+            )
         return 0
     if args.quiet_start_ab:
-        with RedisServer() as server, WorkerProcess(
-                BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2), name="ab"):
+        with (
+            RedisServer() as server,
+            WorkerProcess(BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2), name="ab"),
+        ):
             ab = asyncio.run(quiet_start_ab(server.url, 1500))
         for name, row in ab.items():
-            print(f"{name:<20} median {row['median_ms']:.3f} ms  p95 {row['p95_ms']:.3f} ms  "
-                  f"mean {row['mean_ms']:.3f} ms  (n={row['n']})")
+            print(
+                f"{name:<20} median {row['median_ms']:.3f} ms  p95 {row['p95_ms']:.3f} ms  "
+                f"mean {row['mean_ms']:.3f} ms  (n={row['n']})"
+            )
         return 0
     load_before = os.getloadavg()[0]
     with RedisServer() as server:
-        worker = WorkerProcess(BrokerSettings(redis_url=server.url),
-                               WorkerSettings(concurrency=2), name="bench")
+        worker = WorkerProcess(
+            BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2), name="bench"
+        )
         with worker, busy_neighbours(args.busy):
             results = asyncio.run(measure(server.url, args.runs))
     results["machine"] = {
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
-        "redis_server": subprocess.run(["redis-server", "--version"], capture_output=True,
-                                       text=True).stdout.strip(),
+        "redis_server": subprocess.run(
+            ["redis-server", "--version"], capture_output=True, text=True
+        ).stdout.strip(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "worker": "python -m workers, threads pool, concurrency 2, 2 isolate children",

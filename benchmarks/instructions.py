@@ -87,7 +87,8 @@ def callgrind_wrapper() -> Iterator[tuple[Path, Path]]:
         wrapper.write_text(
             "#!/bin/sh\n"
             f"exec valgrind --tool=callgrind --smc-check=all-non-file --dump-instr=no "
-            f"--callgrind-out-file={out}/cg.%p {sys.executable} \"$@\"\n")
+            f'--callgrind-out-file={out}/cg.%p {sys.executable} "$@"\n'
+        )
         wrapper.chmod(0o755)
         yield wrapper, out
 
@@ -98,8 +99,7 @@ def zero(pid: int) -> None:
 
 def dump_total_of(path: Path) -> int | None:
     """The instruction total a callgrind dump file states, or None (not written out yet)."""
-    match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(errors="replace"),
-                      re.MULTILINE)
+    match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(errors="replace"), re.MULTILINE)
     return None if match is None else int(match.group(1))
 
 
@@ -117,8 +117,9 @@ def dump_total(pid: int, out: Path) -> int:
     raise RuntimeError(f"callgrind wrote no dump for {pid}")
 
 
-async def count_runs(run: Callable[[str], Awaitable[Any]], pid: Callable[[], int], out: Path,
-                     runs: int) -> dict[str, float]:
+async def count_runs(
+    run: Callable[[str], Awaitable[Any]], pid: Callable[[], int], out: Path, runs: int
+) -> dict[str, float]:
     """Per workload: warm up, let the spare settle, zero ``pid``'s counters, run ``runs``
     times, settle again, and divide the dumped total by ``runs``."""
     counts: dict[str, float] = {}
@@ -161,11 +162,15 @@ async def count_child(env: dict[str, str], runs: int) -> dict[str, float]:
         real, sys.executable = sys.executable, str(wrapper)
         worker_module.READY_TIMEOUT_S = 900.0
         try:
-            async with IsolateExecutor(pool={"max_workers": 1, "standby": False},
-                                       child_env={**os.environ, **env}) as executor:
+            async with IsolateExecutor(
+                pool={"max_workers": 1, "standby": False}, child_env={**os.environ, **env}
+            ) as executor:
                 return await count_runs(
                     lambda code: executor.execute(code, providers=TOOLS, dispatch=dispatch),
-                    only_child, out, runs)
+                    only_child,
+                    out,
+                    runs,
+                )
         finally:
             sys.executable = real
 
@@ -186,11 +191,15 @@ def count_worker(env: dict[str, str], runs: int) -> dict[str, float]:
             async with FleetExecutor(settings=BrokerSettings(redis_url=url)) as fleet:
                 return await count_runs(
                     lambda code: fleet.execute(code, providers=TOOLS, dispatch=dispatch),
-                    lambda: worker.pid, out, runs)
+                    lambda: worker.pid,
+                    out,
+                    runs,
+                )
 
         with RedisServer() as server:
-            worker = Measured(BrokerSettings(redis_url=server.url),
-                              WorkerSettings(concurrency=1), env=env, name="counted")
+            worker = Measured(
+                BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=1), env=env, name="counted"
+            )
             worker.start(timeout_s=600)
             try:
                 return asyncio.run(jobs(server.url, worker))
@@ -210,8 +219,9 @@ async def host_workload(chains: int) -> None:
     providers = [{"name": p, "tools": ["get"]} for p in program["providers"]]
     async with IsolateExecutor(pool={"max_workers": 1, "standby": False}) as executor:
         for _ in range(5 + chains):
-            outcome = await executor.execute(program["code"], providers=providers,
-                                             dispatch=dispatch, timeout=program["timeout"])
+            outcome = await executor.execute(
+                program["code"], providers=providers, dispatch=dispatch, timeout=program["timeout"]
+            )
             assert outcome.error is None, outcome.error
 
 
@@ -222,9 +232,20 @@ def count_host(env: dict[str, str], host_loop: str) -> dict[str, float]:
     totals = []
     with callgrind_wrapper() as (wrapper, out):
         for chains in HOST_CHAINS:
-            subprocess.run([str(wrapper), str(Path(__file__).resolve()), "--host-workload",
-                            str(chains), "--host-loop", host_loop],
-                           env={**os.environ, **env}, check=True, capture_output=True, timeout=900)
+            subprocess.run(
+                [
+                    str(wrapper),
+                    str(Path(__file__).resolve()),
+                    "--host-workload",
+                    str(chains),
+                    "--host-loop",
+                    host_loop,
+                ],
+                env={**os.environ, **env},
+                check=True,
+                capture_output=True,
+                timeout=900,
+            )
             dumps = sorted(out.glob("cg.*"), key=os.path.getmtime)
             total = dump_total_of(dumps[-1])
             assert total is not None, "callgrind wrote no total"
@@ -245,16 +266,26 @@ def measure(what: str, env: dict[str, str], runs: int, host_loop: str = "asyncio
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--what", choices=("child", "worker", "host", "both"), default="both",
-                        help="both: child and worker")
+    parser.add_argument(
+        "--what", choices=("child", "worker", "host", "both"), default="both", help="both: child and worker"
+    )
     parser.add_argument("--runs", type=int, default=50, help="measured runs per workload")
-    parser.add_argument("--tree", action="append", default=[],
-                        help="another source tree to count (its codemode, workers and "
-                             "broker_config come first on PYTHONPATH); repeatable")
-    parser.add_argument("--env-ab", metavar="VAR=A,B",
-                        help="count this tree with an environment variable at two values")
-    parser.add_argument("--host-loop", choices=("asyncio", "uvloop"), default="asyncio",
-                        help="the host's event loop for --what host")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        help="another source tree to count (its codemode, workers and "
+        "broker_config come first on PYTHONPATH); repeatable",
+    )
+    parser.add_argument(
+        "--env-ab", metavar="VAR=A,B", help="count this tree with an environment variable at two values"
+    )
+    parser.add_argument(
+        "--host-loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the host's event loop for --what host",
+    )
     parser.add_argument("--host-workload", type=int, metavar="CHAINS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.host_workload is not None:
@@ -276,10 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     whats = ("child", "worker") if args.what == "both" else (args.what,)
     results: dict[str, Any] = {"runs": args.runs, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     for what in whats:
-        results[what] = {side: measure(what, env, args.runs, args.host_loop)
-                         for side, env in sides.items()}
-    print(f"instructions per run (millions), {args.runs} runs each; the host's per relayed "
-          "call (thousands)")
+        results[what] = {side: measure(what, env, args.runs, args.host_loop) for side, env in sides.items()}
+    print(f"instructions per run (millions), {args.runs} runs each; the host's per relayed call (thousands)")
     for what in whats:
         base: dict[str, float] | None = None
         for side, counts in results[what].items():

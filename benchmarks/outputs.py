@@ -9,5 +9,4 @@ from pathlib import Path
 
 __all__ = ["RESULTS_DIR"]
 
-RESULTS_DIR = Path(os.environ.get("CODEMODE_BENCH_RESULTS")
-                   or Path(__file__).resolve().parent / "results")
+RESULTS_DIR = Path(os.environ.get("CODEMODE_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")

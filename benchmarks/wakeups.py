@@ -75,8 +75,11 @@ def bounce(bounces: int, mine: set[int] | None, theirs: set[int] | None) -> dict
         os.waitpid(pid, 0)
     finally:
         os.sched_setaffinity(0, before)
-    return {"round_trip_us": round(statistics.median(trips), 1),
-            "waking_write_us": round(statistics.median(writes), 1), "n": bounces}
+    return {
+        "round_trip_us": round(statistics.median(trips), 1),
+        "waking_write_us": round(statistics.median(writes), 1),
+        "n": bounces,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("any_core", "one_core", "two_cores"):
         if name in results:
             row = results[name]
-            print(f"{name:<10} round trip {row['round_trip_us']:7.1f} us   "
-                  f"a write that wakes the other {row['waking_write_us']:6.1f} us")
+            print(
+                f"{name:<10} round trip {row['round_trip_us']:7.1f} us   "
+                f"a write that wakes the other {row['waking_write_us']:6.1f} us"
+            )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -154,9 +154,16 @@ class BrokerSettings:
     should one ever be stored, it expires after an hour."""
 
     def __post_init__(self) -> None:
-        for name in ("fleet_max_jobs", "queue_timeout_ms", "lease_ttl_ms", "host_ttl_ms",
-                     "key_ttl_ms", "visibility_timeout_s", "unacked_restore_interval_s",
-                     "result_expires_s"):
+        for name in (
+            "fleet_max_jobs",
+            "queue_timeout_ms",
+            "lease_ttl_ms",
+            "host_ttl_ms",
+            "key_ttl_ms",
+            "visibility_timeout_s",
+            "unacked_restore_interval_s",
+            "result_expires_s",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer, got {value!r}.")
@@ -184,11 +191,9 @@ class BrokerSettings:
             if raw is None or raw == "":
                 continue
             try:
-                values[f.name] = float(raw) if f.type == "float" else (
-                    int(raw) if f.type == "int" else raw)
+                values[f.name] = float(raw) if f.type == "float" else (int(raw) if f.type == "int" else raw)
             except ValueError:
-                raise SettingsError(
-                    f"{_ENV_BY_FIELD[f.name]} must be a number, got {raw!r}.") from None
+                raise SettingsError(f"{_ENV_BY_FIELD[f.name]} must be a number, got {raw!r}.") from None
         values.update(overrides)
         return cls(**values)
 
@@ -277,7 +282,10 @@ class BrokerSettings:
             # Publishing fails fast when Redis is gone: the producer raises BROKER_UNREACHABLE.
             "task_publish_retry": True,
             "task_publish_retry_policy": {
-                "max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5,
+                "max_retries": 2,
+                "interval_start": 0,
+                "interval_step": 0.2,
+                "interval_max": 0.5,
             },
             "task_default_queue": self.queue,
             "task_create_missing_queues": True,
@@ -372,15 +380,19 @@ class WorkerSettings:
         if self.pool not in ("threads", "solo"):
             raise SettingsError(
                 f"{ENV_WORKER_POOL} must be threads or solo (prefork children must not run "
-                f"isolate pools), got {self.pool!r}.")
+                f"isolate pools), got {self.pool!r}."
+            )
         if self.network not in ("network", "none"):
             raise SettingsError(f"{ENV_WORKER_NETWORK} must be network or none.")
         for name in ("concurrency", "memory_limit_mb", "max_message_bytes", "max_timeout_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer, got {value!r}.")
-        if (isinstance(self.max_handles, bool) or not isinstance(self.max_handles, int)
-                or self.max_handles < 0):
+        if (
+            isinstance(self.max_handles, bool)
+            or not isinstance(self.max_handles, int)
+            or self.max_handles < 0
+        ):
             raise SettingsError(f"max_handles must be an integer >= 0, got {self.max_handles!r}.")
         ttl = self.handle_idle_ttl_s
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
@@ -404,11 +416,9 @@ class WorkerSettings:
                 values[f.name] = _flag(_WORKER_ENV[f.name], raw)
                 continue
             try:
-                values[f.name] = (int(raw) if f.type == "int"
-                                  else float(raw) if f.type == "float" else raw)
+                values[f.name] = int(raw) if f.type == "int" else float(raw) if f.type == "float" else raw
             except ValueError:
-                raise SettingsError(
-                    f"{_WORKER_ENV[f.name]} must be a number, got {raw!r}.") from None
+                raise SettingsError(f"{_WORKER_ENV[f.name]} must be a number, got {raw!r}.") from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -25,8 +25,15 @@ import msgspec
 
 from ._request import Provider
 
-__all__ = ["Dispatcher", "Forwarder", "RunThreads", "ToolRegistry", "dispatch_threads",
-           "tool_error", "tool_result"]
+__all__ = [
+    "Dispatcher",
+    "Forwarder",
+    "RunThreads",
+    "ToolRegistry",
+    "dispatch_threads",
+    "tool_error",
+    "tool_result",
+]
 
 log = logging.getLogger("codemode.tools")
 
@@ -38,7 +45,8 @@ def dispatch_threads(runs: int) -> concurrent.futures.ThreadPoolExecutor:
     """An executor's threads for sync dispatch calls: enough for ``runs`` runs at their
     per-run bound, so that no run's call waits for a thread another run holds."""
     return concurrent.futures.ThreadPoolExecutor(
-        max_workers=SYNC_CALLS_PER_RUN * max(1, runs), thread_name_prefix="codemode-dispatch")
+        max_workers=SYNC_CALLS_PER_RUN * max(1, runs), thread_name_prefix="codemode-dispatch"
+    )
 
 
 class RunThreads(concurrent.futures.Executor):
@@ -55,7 +63,8 @@ class RunThreads(concurrent.futures.Executor):
         self._lock = threading.Lock()
         self._running = 0
         self._line: collections.deque[tuple[concurrent.futures.Future[Any], Callable[[], Any]]] = (
-            collections.deque())
+            collections.deque()
+        )
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -101,6 +110,8 @@ class RunThreads(concurrent.futures.Executor):
             line, self._line = self._line, collections.deque()
         for future, _ in line:
             future.cancel()
+
+
 _encoder = msgspec.json.Encoder()
 
 
@@ -132,7 +143,8 @@ def _checked(provider: str, tool: str, reply: object, max_bytes: int) -> str:
         )
     # (A character is at most 4 bytes of UTF-8: a short reply needs no encoding to measure.)
     if len(reply) * 4 > max_bytes and (
-            len(reply) > max_bytes or len(reply.encode("utf-8", "surrogatepass")) > max_bytes):
+        len(reply) > max_bytes or len(reply.encode("utf-8", "surrogatepass")) > max_bytes
+    ):
         return tool_error(
             f"The tool {provider}.{tool} answered with more than the {max_bytes}-byte ceiling "
             "on one message. Ask it for less per call (page, filter or summarize)."
@@ -146,8 +158,7 @@ def _checked(provider: str, tool: str, reply: object, max_bytes: int) -> str:
         )
     if envelope.error is msgspec.UNSET and envelope.result is msgspec.UNSET:
         return tool_error(
-            f"The tool {provider}.{tool} failed in the host: its envelope has neither "
-            '"result" nor "error".'
+            f'The tool {provider}.{tool} failed in the host: its envelope has neither "result" nor "error".'
         )
     return reply
 
@@ -224,8 +235,9 @@ class Dispatcher:
 
     __slots__ = ("_async", "_dispatch", "_max_bytes", "_threads", "forwards")
 
-    def __init__(self, dispatch: Callable[[str, str, str], Any] | None, max_bytes: int,
-                 threads: RunThreads) -> None:
+    def __init__(
+        self, dispatch: Callable[[str, str, str], Any] | None, max_bytes: int, threads: RunThreads
+    ) -> None:
         self._dispatch = dispatch
         self._async = dispatch is not None and _is_async(dispatch)
         self._max_bytes = max_bytes
@@ -258,8 +270,9 @@ class Dispatcher:
             if self._async:
                 reply = await dispatch(provider, tool, args_json)
             else:
-                in_thread = functools.partial(contextvars.copy_context().run, dispatch, provider,
-                                              tool, args_json)
+                in_thread = functools.partial(
+                    contextvars.copy_context().run, dispatch, provider, tool, args_json
+                )
                 reply = await asyncio.get_running_loop().run_in_executor(self._threads, in_thread)
                 if inspect.isawaitable(reply):
                     reply = await reply

@@ -62,8 +62,7 @@ class _StandIn(collections.abc.Coroutine[Any, Any, None]):
         # Parked and holding nothing until it takes a job: a loop closed under it is no leak.
         self.task._log_destroy_pending = False  # type: ignore[attr-defined]
 
-    def take(self, coro: Coroutine[Any, Any, None], context: contextvars.Context,
-             waited_on: Any) -> None:
+    def take(self, coro: Coroutine[Any, Any, None], context: contextvars.Context, waited_on: Any) -> None:
         self.job, self.waited_on = (coro, context), waited_on
         if not self.wake.done():
             self.wake.set_result(None)
@@ -131,8 +130,9 @@ class EagerStarter:
         except (StopIteration, asyncio.CancelledError):
             return None
         except Exception as exc:  # as a task would: reported, not raised into the caller
-            loop.call_exception_handler({
-                "message": "Exception in a coroutine started eagerly", "exception": exc})
+            loop.call_exception_handler(
+                {"message": "Exception in a coroutine started eagerly", "exception": exc}
+            )
             return None
         finally:
             _leave_task(loop, task)

@@ -80,8 +80,7 @@ def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
     if isinstance(pool, Mapping):
         unknown = set(pool) - set(keys)
         if unknown:
-            raise InvalidRequest(
-                f"pool takes {', '.join(keys[:-1])} and {keys[-1]}, not {sorted(unknown)}.")
+            raise InvalidRequest(f"pool takes {', '.join(keys[:-1])} and {keys[-1]}, not {sorted(unknown)}.")
         return PoolConfig(**pool)
     raise InvalidRequest(f"pool must be a PoolConfig or a mapping with {'/'.join(keys)}.")
 
@@ -321,9 +320,13 @@ class IsolateExecutor:
                     fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
                 )
 
-        active = ActiveRun(msg=msg, future=loop.create_future(), on_call=dispatcher.call,
-                           on_fetch=on_fetch,
-                           forward=dispatcher.forward if dispatcher.forwards else None)
+        active = ActiveRun(
+            msg=msg,
+            future=loop.create_future(),
+            on_call=dispatcher.call,
+            on_fetch=on_fetch,
+            forward=dispatcher.forward if dispatcher.forwards else None,
+        )
         worker.begin(active)
         try:
             # Awaited as it is, not shielded: a shield costs every run one more turn of the
@@ -369,9 +372,7 @@ class IsolateExecutor:
             outcome = await self._drive(record.worker, base, msg)
             self._handles.touch(record)
         if outcome.error is None:
-            return Outcome(
-                result=response_outcome_result(outcome.result), logs=outcome.logs
-            )
+            return Outcome(result=response_outcome_result(outcome.result), logs=outcome.logs)
         return outcome
 
     async def release_handle(self, handle: str) -> None:

@@ -36,13 +36,24 @@ _LOCAL = threading.local()
 # TypeScript is accepted and passed through unchanged: see the module docstring.
 _JS_TAGS = frozenset(
     {
-        "js", "javascript", "jsx", "mjs", "cjs", "es", "es6", "ecmascript", "node", "nodejs",
-        "ts", "typescript", "tsx", "mts", "cts",
+        "js",
+        "javascript",
+        "jsx",
+        "mjs",
+        "cjs",
+        "es",
+        "es6",
+        "ecmascript",
+        "node",
+        "nodejs",
+        "ts",
+        "typescript",
+        "tsx",
+        "mts",
+        "cts",
     }
 )
-_FUNCTION_TYPES = frozenset(
-    {"arrow_function", "function_expression", "function", "generator_function"}
-)
+_FUNCTION_TYPES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _FUNCTION_DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration"})
 _SKIPPED = frozenset({"comment", "hash_bang_line"})
 
@@ -352,8 +363,7 @@ def _normalize_program(code: str) -> str:
     statements = _statements(root)
     if not statements:
         raise ValueError(
-            "The program holds only comments; write an arrow function such as "
-            "`async () => 6 * 7`."
+            "The program holds only comments; write an arrow function such as `async () => 6 * 7`."
         )
     edits: list[tuple[int, int, str]] = [
         (c.start_byte, c.end_byte, "") for c in root.children if c.type == "hash_bang_line"
@@ -491,9 +501,7 @@ def normalize_code(text: str) -> str:
     reports the syntax error as the run's ``error`` for the model to read.
     """
     if not isinstance(text, str):
-        raise TypeError(
-            f"normalize_code takes the model's text as a str, got {type(text).__name__}."
-        )
+        raise TypeError(f"normalize_code takes the model's text as a str, got {type(text).__name__}.")
     # JavaScript reads CR LF and CR as LF (template literals included) and a byte order
     # mark as white space, so neither changes the program's meaning.
     stripped = text.replace("\r\n", "\n").replace("\r", "\n").strip().lstrip("\ufeff").strip()

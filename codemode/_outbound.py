@@ -77,7 +77,10 @@ def _shared_client() -> httpx.AsyncClient:
 async def network_policy(request: OutboundRequest, *, timeout_s: float = 30.0) -> OutboundResponse:
     """Perform the request on this host's network (one hop; redirects are the caller's)."""
     response = await _shared_client().request(
-        request.method, request.url, headers=request.headers, content=request.body or None,
+        request.method,
+        request.url,
+        headers=request.headers,
+        content=request.body or None,
         timeout=timeout_s,
     )
     return OutboundResponse(
@@ -187,12 +190,14 @@ async def handle_fetch(
             return _error(f"The request to {request.url} was redirected and redirect is 'error'.")
         if len(response.body) > max_bytes:
             return _error(_texts.message_ceiling_text("response body", max_bytes))
-        return _encode.encode({
-            "status": response.status,
-            "statusText": response.status_text,
-            "headers": [[k, v] for k, v in response.headers],
-            "body": response.body.decode("latin-1"),
-            "url": request.url,
-            "redirected": redirected,
-        }).decode()
+        return _encode.encode(
+            {
+                "status": response.status,
+                "statusText": response.status_text,
+                "headers": [[k, v] for k, v in response.headers],
+                "body": response.body.decode("latin-1"),
+                "url": request.url,
+                "redirected": redirected,
+            }
+        ).decode()
     return _error(f"The request to {plain.url} was redirected more than {MAX_REDIRECTS} times.")

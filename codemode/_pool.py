@@ -118,8 +118,9 @@ class Pool:
             self._spawning.discard(worker)
             worker.kill()
             self._starting.discard(slot)
-            self._fail_one_waiter(WorkerCrashed(
-                f"Worker {slot} failed to start.", causes=(f"{type(exc).__name__}: {exc}",)))
+            self._fail_one_waiter(
+                WorkerCrashed(f"Worker {slot} failed to start.", causes=(f"{type(exc).__name__}: {exc}",))
+            )
             return
         self._spawning.discard(worker)
         self._starting.discard(slot)
@@ -134,8 +135,13 @@ class Pool:
 
     def _keep_standby(self) -> None:
         """Start the standby child, once every slot has its child (they come first)."""
-        if (self.config.standby and self._standby is None and not self._standby_starting
-                and not self._starting and not self._closed):
+        if (
+            self.config.standby
+            and self._standby is None
+            and not self._standby_starting
+            and not self._starting
+            and not self._closed
+        ):
             self._standby_starting = True
             self._background(self._start_standby())
 
@@ -259,8 +265,9 @@ class Pool:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_exception(Disposed(
-                    "The executor was disposed while this call waited; nothing ran."))
+                waiter.set_exception(
+                    Disposed("The executor was disposed while this call waited; nothing ran.")
+                )
         starting = list(self._tasks)
         for task in starting:
             task.cancel()
@@ -270,9 +277,11 @@ class Pool:
         for worker in workers:
             active = worker.run
             if active is not None and not active.future.done():
-                active.future.set_exception(Disposed(
-                    "The executor was disposed during this run; the program had started.",
-                    started=True))
+                active.future.set_exception(
+                    Disposed(
+                        "The executor was disposed during this run; the program had started.", started=True
+                    )
+                )
             if worker.ready.done():
                 worker.shutdown()
             else:

@@ -26,11 +26,43 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # Names a provider may not take: they would shadow what the runtime installs.
 _RESERVED = frozenset(
     {
-        "globalThis", "self", "console", "setTimeout", "clearTimeout", "setInterval",
-        "clearInterval", "queueMicrotask", "fetch", "undefined", "NaN", "Infinity", "eval",
-        "Object", "Function", "Array", "Promise", "JSON", "Math", "Symbol", "Reflect", "Proxy",
-        "Error", "String", "Number", "Boolean", "Date", "RegExp", "Map", "Set", "WeakMap",
-        "WeakSet", "BigInt", "Atomics", "SharedArrayBuffer", "ArrayBuffer", "WebAssembly",
+        "globalThis",
+        "self",
+        "console",
+        "setTimeout",
+        "clearTimeout",
+        "setInterval",
+        "clearInterval",
+        "queueMicrotask",
+        "fetch",
+        "undefined",
+        "NaN",
+        "Infinity",
+        "eval",
+        "Object",
+        "Function",
+        "Array",
+        "Promise",
+        "JSON",
+        "Math",
+        "Symbol",
+        "Reflect",
+        "Proxy",
+        "Error",
+        "String",
+        "Number",
+        "Boolean",
+        "Date",
+        "RegExp",
+        "Map",
+        "Set",
+        "WeakMap",
+        "WeakSet",
+        "BigInt",
+        "Atomics",
+        "SharedArrayBuffer",
+        "ArrayBuffer",
+        "WebAssembly",
     }
 )
 _JS_RESERVED_WORDS = frozenset(
@@ -83,16 +115,13 @@ def _provider(value: object, index: int) -> Provider:
         )
     if name in _RESERVED or name in _JS_RESERVED_WORDS:
         raise InvalidRequest(
-            f"providers[{index}].name {name!r} would shadow a name the runtime installs; "
-            "choose another name."
+            f"providers[{index}].name {name!r} would shadow a name the runtime installs; choose another name."
         )
     if isinstance(tools, str) or not isinstance(tools, Sequence):
         raise InvalidRequest(f"providers[{index}].tools must be a list of tool names.")
     for tool in tools:
         if not isinstance(tool, str) or not tool:
-            raise InvalidRequest(
-                f"providers[{index}].tools must hold non-empty strings, got {tool!r}."
-            )
+            raise InvalidRequest(f"providers[{index}].tools must hold non-empty strings, got {tool!r}.")
         _utf8(f"providers[{index}].tools", tool)
     return Provider(name, tuple(tools))
 
@@ -115,8 +144,7 @@ def check_outbound(outbound: object) -> None:
     """The one check of an outbound setting, on a request or as an executor's default."""
     if outbound is not UNSET and outbound is not None and not callable(outbound):
         raise InvalidRequest(
-            "outbound must be left out (the executor's network), None (no network) or a "
-            "callable policy."
+            "outbound must be left out (the executor's network), None (no network) or a callable policy."
         )
 
 
@@ -156,8 +184,7 @@ def resolve_request(
     """Check one request against the config; raise InvalidRequest before anything runs."""
     if not isinstance(code, str):
         raise InvalidRequest(
-            f"code must be a string holding an arrow or function expression, got "
-            f"{type(code).__name__}."
+            f"code must be a string holding an arrow or function expression, got {type(code).__name__}."
         )
     if not code.strip():
         raise InvalidRequest("code is empty; pass an arrow function such as 'async () => 6 * 7'.")

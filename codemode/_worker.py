@@ -122,7 +122,8 @@ class ActiveRun:
     timed_out: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     line: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = field(
-        default_factory=collections.deque)
+        default_factory=collections.deque
+    )
     """Calls received but not started yet, each as how to start it (see CALLS_STARTED_PER_TURN)."""
     started_this_turn: int = 0
     next_turn: asyncio.Handle | None = None
@@ -134,9 +135,7 @@ _PASSED_ENV = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_AL
 def _child_environment() -> dict[str, str]:
     """What a child inherits by default: enough to start Python, plus ``CODEMODE_*`` knobs.
     The host's credentials (API keys in the environment) stay in the host."""
-    return {
-        k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("CODEMODE_")
-    }
+    return {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("CODEMODE_")}
 
 
 def _well_formed_data(value: Any) -> Any:
@@ -151,8 +150,9 @@ def _well_formed_data(value: Any) -> Any:
 
 async def _read_pipe(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.StreamReader:
     reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                 os.fdopen(fd, "rb", buffering=0))
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
+    )
     return reader
 
 
@@ -167,8 +167,12 @@ def _say_no_snapshot(reason: str) -> None:
         return
     _NO_SNAPSHOT_SAID.add(reason)
     level = logging.INFO if reason == SNAPSHOT_TURNED_OFF else logging.WARNING
-    log.log(level, "codemode's children evaluate the runtime in every isolate instead of starting "
-            "from its snapshot (1-2 ms more CPU per run): %s", reason)
+    log.log(
+        level,
+        "codemode's children evaluate the runtime in every isolate instead of starting "
+        "from its snapshot (1-2 ms more CPU per run): %s",
+        reason,
+    )
 
 
 def _describe_exit(returncode: int | None) -> str:
@@ -186,9 +190,15 @@ def _describe_exit(returncode: int | None) -> str:
 class Worker:
     """One supervised child process."""
 
-    def __init__(self, worker_id: int, settings: SpawnSettings,
-                 on_exit: Callable[[Worker], None], on_idle: Callable[[Worker], None],
-                 *, standby: bool = False) -> None:
+    def __init__(
+        self,
+        worker_id: int,
+        settings: SpawnSettings,
+        on_exit: Callable[[Worker], None],
+        on_idle: Callable[[Worker], None],
+        *,
+        standby: bool = False,
+    ) -> None:
         self.id = worker_id
         self.standby = standby
         """Started to wait, engine loaded, until :meth:`adopt` gives it a slot."""
@@ -251,23 +261,34 @@ class Worker:
         mark_fd = None if mark is None else mark.fd
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "codemode._child",
-                str(self.id), str(s.memory_limit_mb), str(s.max_message_bytes),
-                str(s.max_log_entries), "probed" if s.probed else "probe",
-                "-" if mark_fd is None else str(mark_fd), str(child_replies),
+                sys.executable,
+                "-m",
+                "codemode._child",
+                str(self.id),
+                str(s.memory_limit_mb),
+                str(s.max_message_bytes),
+                str(s.max_log_entries),
+                "probed" if s.probed else "probe",
+                "-" if mark_fd is None else str(mark_fd),
+                str(child_replies),
                 "standby" if self.standby else "any" if self.cpu is None else str(self.cpu),
-                stdin=child_in, stdout=child_out, stderr=child_err, env=env,
+                stdin=child_in,
+                stdout=child_out,
+                stderr=child_err,
+                env=env,
                 pass_fds=(child_replies,) if mark_fd is None else (mark_fd, child_replies),
             )
             self.pid = self.proc.pid
             self.alive = True
             loop = self._loop
             self._stdin, _ = await loop.connect_write_pipe(
-                asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
+                asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0)
+            )
             self._frames_fd = ours.pop(0)
             self._stderr = await _read_pipe(loop, ours.pop(0))
             self._replies, _ = await loop.connect_write_pipe(
-                asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0))
+                asyncio.BaseProtocol, os.fdopen(ours.pop(0), "wb", buffering=0)
+            )
         except BaseException:
             for fd in ours:
                 os.close(fd)
@@ -385,8 +406,12 @@ class Worker:
             with contextlib.suppress(OSError):
                 os.close(self._frames_fd)
             self._frames_fd = None
-        for transport in (subprocess_transport, self._stdin, self._replies,
-                          getattr(self._stderr, "_transport", None)):
+        for transport in (
+            subprocess_transport,
+            self._stdin,
+            self._replies,
+            getattr(self._stderr, "_transport", None),
+        ):
             if transport is None:
                 continue
             pipe = getattr(transport, "_pipe", None)
@@ -455,11 +480,13 @@ class Worker:
                     self._handle(message)
                 except Exception as exc:  # never let one message stop the reader
                     log.exception("worker %s: could not handle %s", self.id, type(message).__name__)
-                    self._fail_active(WorkerCrashed(
-                        f"Worker {self.id}: the host could not handle the child's "
-                        f"{type(message).__name__} message ({type(exc).__name__}).",
-                        started=True,
-                    ))
+                    self._fail_active(
+                        WorkerCrashed(
+                            f"Worker {self.id}: the host could not handle the child's "
+                            f"{type(message).__name__} message ({type(exc).__name__}).",
+                            started=True,
+                        )
+                    )
 
         loop.add_reader(fd, readable)
 
@@ -550,16 +577,14 @@ class Worker:
         if active.forward is not None:
             self._start(active, self._forward, active, call)
         else:
-            self._start(active, self._answer, active, call.call_id,
-                        functools.partial(active.on_call, call))
+            self._start(active, self._answer, active, call.call_id, functools.partial(active.on_call, call))
 
     def _on_fetch(self, fetch: Fetch) -> None:
         active = self.run
         if active is None or active.msg.run_id != fetch.run_id:
             return
         self._open(active, fetch.call_id)
-        self._start(active, self._answer, active, fetch.call_id,
-                    functools.partial(active.on_fetch, fetch))
+        self._start(active, self._answer, active, fetch.call_id, functools.partial(active.on_fetch, fetch))
 
     def _start(self, active: ActiveRun, begin: Callable[..., None], *args: Any) -> None:
         """Start serving a call (``begin(*args)``) now, or, past this turn's share, in a
@@ -644,9 +669,12 @@ class Worker:
             try:
                 result = _well_formed_data(json.loads(done.result_json or "null"))
             except RecursionError:
-                result, error = None, (
-                    "The program's return value is nested too deeply to cross to the host. "
-                    "Return flatter data."
+                result, error = (
+                    None,
+                    (
+                        "The program's return value is nested too deeply to cross to the host. "
+                        "Return flatter data."
+                    ),
                 )
             except ValueError:
                 result, error = None, "The program's result arrived unreadable."
@@ -656,9 +684,7 @@ class Worker:
             self.retained = None
         elif not active.future.done():
             handle = str(done.run_id) if done.kind == "handle" else None
-            active.future.set_result(
-                Outcome(result=result, error=error, logs=list(done.logs), handle=handle)
-            )
+            active.future.set_result(Outcome(result=result, error=error, logs=list(done.logs), handle=handle))
         if done.kind == "handle":
             self.retained = done.run_id
             if active.future.cancelled():
@@ -708,8 +734,7 @@ class Worker:
         returncode = self.proc.returncode
         if not self.ready.done():
             tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-3:]
-            causes = (f"The child exited with {_describe_exit(returncode)} before it was ready.",
-                      *tail)
+            causes = (f"The child exited with {_describe_exit(returncode)} before it was ready.", *tail)
             self.ready.set_exception(WorkerCrashed(f"Worker {self.id} failed to start.", causes=causes))
             self.ready.exception()  # retrieved here; wait_ready re-raises it if anyone waits
         active = self.run
@@ -744,7 +769,9 @@ class Worker:
         if reason is not None:
             what = f"Worker {self.id} {reason} while running the program; {state}."
         else:
-            what = (f"Worker {self.id} crashed with {_describe_exit(returncode)} while running the "
-                    f"program; {state}.")
+            what = (
+                f"Worker {self.id} crashed with {_describe_exit(returncode)} while running the "
+                f"program; {state}."
+            )
         tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-3:]
         return WorkerCrashed(what, started=started, causes=tuple(tail))

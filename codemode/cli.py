@@ -80,9 +80,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     source.add_argument("-e", "--eval", dest="code", metavar="CODE", help="the program itself")
     run.add_argument("--timeout", type=_positive_int, metavar="MS", help="the run's clock (ms)")
-    run.add_argument(
-        "--memory", type=_positive_int, metavar="MB", help="the isolate's memory bound (MB)"
-    )
+    run.add_argument("--memory", type=_positive_int, metavar="MB", help="the isolate's memory bound (MB)")
     run.add_argument(
         "--normalize",
         action="store_true",

@@ -1,6 +1,6 @@
 """An example producer: one host, tools that stay here, programs that run on the fleet.
 
-    CODEMODE_REDIS_URL=redis://localhost:6379/0 python docker/producer.py
+CODEMODE_REDIS_URL=redis://localhost:6379/0 python docker/producer.py
 """
 
 from __future__ import annotations
@@ -37,15 +37,22 @@ async def main() -> None:
         for attempt in range(30):
             try:
                 outcome = await executor.execute(
-                    PROGRAM, providers=tools.providers(), dispatch=tools.dispatch)
+                    PROGRAM, providers=tools.providers(), dispatch=tools.dispatch
+                )
             except ExecutorError as exc:
                 if not exc.retryable or exc.started:
                     raise
                 print(f"attempt {attempt + 1}: {exc.code}, retrying")
                 await asyncio.sleep(1)
                 continue
-            print("result:", outcome.result, "error:", outcome.error,
-                  "logs:", [entry.text for entry in outcome.logs])
+            print(
+                "result:",
+                outcome.result,
+                "error:",
+                outcome.error,
+                "logs:",
+                [entry.text for entry in outcome.logs],
+            )
             return
 
 

@@ -32,11 +32,23 @@ def test_the_fleet_client_exports_its_executor() -> None:
 
 
 def test_every_fault_is_an_executor_error_with_a_stable_code() -> None:
-    faults = [getattr(codemode, n) for n in codemode.__all__ if isinstance(getattr(codemode, n), type)
-              and issubclass(getattr(codemode, n), codemode.ExecutorError)]
+    faults = [
+        getattr(codemode, n)
+        for n in codemode.__all__
+        if isinstance(getattr(codemode, n), type) and issubclass(getattr(codemode, n), codemode.ExecutorError)
+    ]
     codes = {f.code for f in faults}
-    assert {"QUEUE_FULL", "WORKER_CRASHED", "DISPOSED", "INVALID_REQUEST", "BROKER_UNREACHABLE",
-            "HOST_GONE", "JOB_EXPIRED", "HANDLE_LOST", "HANDLE_EXPIRED"} <= codes
+    assert {
+        "QUEUE_FULL",
+        "WORKER_CRASHED",
+        "DISPOSED",
+        "INVALID_REQUEST",
+        "BROKER_UNREACHABLE",
+        "HOST_GONE",
+        "JOB_EXPIRED",
+        "HANDLE_LOST",
+        "HANDLE_EXPIRED",
+    } <= codes
     for fault in faults:
         data = fault("x", started=True).to_data()
         again = codemode.fault_from_data(data)

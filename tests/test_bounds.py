@@ -40,9 +40,7 @@ def test_the_declared_timeout_text_is_exact() -> None:
     ],
     ids=["plain-loop", "loop-after-await", "loop-in-timer", "never-settles", "microtask-spin"],
 )
-def test_every_kind_of_stuck_program_settles_at_the_bound(
-    executor: SyncIsolateExecutor, code: str
-) -> None:
+def test_every_kind_of_stuck_program_settles_at_the_bound(executor: SyncIsolateExecutor, code: str) -> None:
     started = time.monotonic()
     outcome = executor.execute(code, timeout=300)
     elapsed = time.monotonic() - started
@@ -71,18 +69,21 @@ def test_count_host_waits_false_stops_the_clock_during_tool_calls(executor: Sync
     counted = executor.execute("async () => api.slow()", **kwargs)  # type: ignore[arg-type]
     assert counted.error == TIMEOUT_300
     uncounted = executor.execute(
-        "async () => [await api.slow(), await api.slow()]", count_host_waits=False, **kwargs  # type: ignore[arg-type]
+        "async () => [await api.slow(), await api.slow()]",
+        count_host_waits=False,
+        **kwargs,  # type: ignore[arg-type]
     )
     assert uncounted.error is None and uncounted.result == ["done", "done"]
     # The program's own work still counts: a loop after the calls times out.
     looping = executor.execute(
-        "async () => { await api.slow(); while (true) {} }", count_host_waits=False, **kwargs  # type: ignore[arg-type]
+        "async () => { await api.slow(); while (true) {} }",
+        count_host_waits=False,
+        **kwargs,  # type: ignore[arg-type]
     )
     assert looping.error == TIMEOUT_300
 
 
-def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(
-        executor: SyncIsolateExecutor) -> None:
+def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(executor: SyncIsolateExecutor) -> None:
     """A tool call leaves for the host from the thread that rang the bell (the loop opens
     it after): with host waits uncounted, hundreds of quick calls, one at a time and in
     batches, leave no call open, so the program's own loop after them still meets its
@@ -95,8 +96,12 @@ def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(
         seen.append(arg["i"])
         return tool_result(arg["i"])
 
-    kwargs = {"providers": [{"name": "api", "tools": ["echo"]}], "dispatch": echo,
-              "timeout": 300, "count_host_waits": False}
+    kwargs = {
+        "providers": [{"name": "api", "tools": ["echo"]}],
+        "dispatch": echo,
+        "timeout": 300,
+        "count_host_waits": False,
+    }
     started = time.monotonic()
     looping = executor.execute(
         """async () => {
@@ -105,7 +110,9 @@ def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(
           const batch = await Promise.all(Array.from({ length: 100 }, (_, i) => api.echo({ i: 200 + i })));
           if (sum !== 19900 || batch[99] !== 299) return 'wrong: ' + sum;
           while (true) {}
-        }""", **kwargs)  # type: ignore[arg-type]
+        }""",
+        **kwargs,
+    )  # type: ignore[arg-type]
     assert looping.error == TIMEOUT_300, looping
     assert sorted(seen) == list(range(300))
     assert time.monotonic() - started < 10
@@ -116,7 +123,11 @@ def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(
           out.push(await api.echo({ i: 7, pad: 'x'.repeat(400000) }));
           try { await api.echo({ i: 8, pad: 'x'.repeat(2000000) }); } catch (e) { out.push(String(e.message)); }
           return out;
-        }""", providers=[{"name": "api", "tools": ["echo"]}], dispatch=echo, timeout=5_000)
+        }""",
+        providers=[{"name": "api", "tools": ["echo"]}],
+        dispatch=echo,
+        timeout=5_000,
+    )
     assert judged.error is None, judged
     undeclared, echoed, oversized = judged.result
     assert "nope" in undeclared
@@ -131,7 +142,9 @@ def test_a_dispatch_that_never_answers_is_bounded_by_the_timeout(executor: SyncI
 
     started = time.monotonic()
     outcome = executor.execute(
-        "async () => api.hang()", providers=[{"name": "api", "tools": ["hang"]}], dispatch=never,
+        "async () => api.hang()",
+        providers=[{"name": "api", "tools": ["hang"]}],
+        dispatch=never,
         timeout=300,
     )
     assert outcome.error == TIMEOUT_300
@@ -171,8 +184,10 @@ def test_a_bomb_that_follows_a_run_meets_its_memory_bound_not_a_crash() -> None:
 
 FILL_DATA_LIMIT = "const keep = []; try { for (;;) keep.push(new ArrayBuffer(64 << 20)) } catch {}"
 """Untouched buffers (address space, not resident memory) until the data limit refuses one."""
-FLOOD_AT_DATA_LIMIT = (f"async () => {{ {FILL_DATA_LIMIT}; for (let i = 0; i < 2000; i++) "
-                       "console.log('y'.repeat(10000)); return keep.length }")
+FLOOD_AT_DATA_LIMIT = (
+    f"async () => {{ {FILL_DATA_LIMIT}; for (let i = 0; i < 2000; i++) "
+    "console.log('y'.repeat(10000)); return keep.length }"
+)
 
 
 def test_logs_sent_at_the_data_limit_end_the_run_with_its_memory_text() -> None:
@@ -199,11 +214,13 @@ def test_a_run_that_fills_the_data_limit_ends_with_the_memory_text_not_a_crash(
     limit itself the engine aborts the process over its own allocations (a crash with
     nothing on stderr, 3 runs in 10 here before the child watched its data segment). The
     child stops such a run first, with the memory text, and recycles."""
-    with caplog.at_level(logging.WARNING, logger="codemode.pool"):
-        with SyncIsolateExecutor(memory_limit=128, pool={"max_workers": 1}, timeout=20_000) as ex:
-            for _ in range(4):
-                assert ex.execute("async () => 1").result == 1
-                assert ex.execute(FLOOD_AT_DATA_LIMIT).error == memory_text(128)
+    with (
+        caplog.at_level(logging.WARNING, logger="codemode.pool"),
+        SyncIsolateExecutor(memory_limit=128, pool={"max_workers": 1}, timeout=20_000) as ex,
+    ):
+        for _ in range(4):
+            assert ex.execute("async () => 1").result == 1
+            assert ex.execute(FLOOD_AT_DATA_LIMIT).error == memory_text(128)
     assert not [r for r in caplog.records if "unexpectedly" in r.getMessage()]
 
 
@@ -226,9 +243,7 @@ def test_queue_full_is_immediate_typed_and_retryable() -> None:
             # few ms later, after its isolate is disposed): let both workers be free.
             await asyncio.sleep(0.3)
             code = "async () => { await new Promise((r) => setTimeout(r, 300)); return 1 }"
-            results = await asyncio.gather(
-                *(ex.execute(code) for _ in range(50)), return_exceptions=True
-            )
+            results = await asyncio.gather(*(ex.execute(code) for _ in range(50)), return_exceptions=True)
             served = [r for r in results if not isinstance(r, BaseException)]
             full = [r for r in results if isinstance(r, QueueFull)]
             assert len(served) + len(full) == 50
@@ -271,7 +286,8 @@ def test_a_tool_argument_over_the_ceiling_rejects_the_call(small_ceiling: SyncIs
         f"""async () => {{
             try {{ await api.put('x'.repeat({CEILING + 10})) }} catch (e) {{ return e.message }}
         }}""",
-        providers=[{"name": "api", "tools": ["put"]}], dispatch=dispatch,
+        providers=[{"name": "api", "tools": ["put"]}],
+        dispatch=dispatch,
     )
     assert outcome.result == message_ceiling_text("tool call's argument list", CEILING)
     assert calls == []  # nothing over the ceiling reached the host

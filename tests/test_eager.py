@@ -55,9 +55,11 @@ def _run(main: Callable[[EagerStarter], Coroutine[Any, Any, None]]) -> None:
         runner.run(outer())
 
 
-def _run_to_its_end(call: Callable[[], Coroutine[Any, Any, None]], outcome: list[str],
-                    expected: list[str]) -> None:
+def _run_to_its_end(
+    call: Callable[[], Coroutine[Any, Any, None]], outcome: list[str], expected: list[str]
+) -> None:
     """Start a call that waits; once its task ends, what it recorded is ``expected``."""
+
     async def main(starter: EagerStarter) -> None:
         task = await _from_callback(starter, call())
         assert task is not None

@@ -256,7 +256,8 @@ TAMPERINGS = [
 
 
 def test_long_lines_cross_whole_however_the_program_treated_webassembly(
-        executor: SyncIsolateExecutor) -> None:
+    executor: SyncIsolateExecutor,
+) -> None:
     """Long log lines leave through a small WebAssembly copier that the runtime makes on
     the first very long one (COPIER_FIRST_UNITS); a program that replaced what making it
     reads gets the interpreter's copy instead. (A result that long is taken from its
@@ -285,24 +286,28 @@ def test_a_long_result_arrives_whole_and_after_its_logs(executor: SyncIsolateExe
     the journal. Either way every unit arrives (a lone surrogate as U+FFFD), after every
     log line the program wrote before it. ``units`` straddles the threshold: the JSON
     text is ``units`` + 16 units long."""
+
     def dispatch(provider: str, tool: str, args_json: str) -> str:
         [n] = json.loads(args_json)
         return tool_result({"text": "😀" + "é" * (n - 2)})  # n UTF-16 units
 
-    outcome = executor.execute(LONG_RESULT % (units - 1), providers=[{"name": "t", "tools": ["echo"]}],
-                               dispatch=dispatch)
+    outcome = executor.execute(
+        LONG_RESULT % (units - 1), providers=[{"name": "t", "tools": ["echo"]}], dispatch=dispatch
+    )
     assert outcome.error is None
     assert outcome.result == {"text": "😀" + "é" * (units - 3) + "\ufffd"}
     assert [e.text for e in outcome.logs] == ["first", "second", "third"]
 
 
 def test_a_long_result_after_a_full_journal_arrives_after_every_log_line(
-        executor: SyncIsolateExecutor) -> None:
+    executor: SyncIsolateExecutor,
+) -> None:
     """Log lines that overflow the journal wait in the runtime's outbox, and so does the
     word that a long result is waiting: the loop's pump takes both, in order."""
     outcome = executor.execute(
         "async () => { for (let i = 0; i < 4; i++) console.log(String(i).repeat(100000));"
-        " return 'r'.repeat(1000) }")
+        " return 'r'.repeat(1000) }"
+    )
     assert outcome.error is None
     assert outcome.result == "r" * 1000
     assert [e.text for e in outcome.logs] == [str(i) * 100000 for i in range(4)]
@@ -421,9 +426,9 @@ def test_executor_bounds_are_validated() -> None:
         IsolateExecutor(pool={"workers": 2})
     with pytest.raises(InvalidRequest, match="pin_cpus must be True or False"):
         IsolateExecutor(pool={"pin_cpus": "yes"})
-    with pytest.raises(InvalidRequest, match="pool.standby must be True or False"):
+    with pytest.raises(InvalidRequest, match=r"pool\.standby must be True or False"):
         IsolateExecutor(pool={"standby": 1})
-    with pytest.raises(InvalidRequest, match="pool takes max_workers, max_queue, pin_cpus and standby"):
+    with pytest.raises(InvalidRequest, match=r"pool takes max_workers, max_queue, pin_cpus and standby"):
         IsolateExecutor(pool={"spare": True})
 
 

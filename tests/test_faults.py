@@ -81,6 +81,7 @@ def test_a_child_that_cannot_keep_its_deadline_is_ended_by_the_host(tool_wait_s:
     it; the backstop's timer either fires during the call (0.6 s, longer than the 300 ms
     clock: re-armed when the call returns) or before the moved deadline (0.05 s: it arms
     itself again), and never ends the run before the moved deadline."""
+
     async def dispatch(provider: str, tool: str, args_json: str) -> str:
         await asyncio.sleep(tool_wait_s)
         return tool_result(1)
@@ -88,16 +89,23 @@ def test_a_child_that_cannot_keep_its_deadline_is_ended_by_the_host(tool_wait_s:
     async def main() -> None:
         async with IsolateExecutor(pool={"max_workers": 1}, timeout=300) as ex:
             await ex.execute("() => 1")
-            code = ("async () => { await host.wait(); "
-                    "await new Promise((r) => setTimeout(r, 60000)); }")
+            code = "async () => { await host.wait(); await new Promise((r) => setTimeout(r, 60000)); }"
             started = time.monotonic()
-            run = asyncio.ensure_future(ex.execute(
-                code, providers=[{"name": "host", "tools": ["wait"]}], dispatch=dispatch,
-                count_host_waits=False))
+            run = asyncio.ensure_future(
+                ex.execute(
+                    code,
+                    providers=[{"name": "host", "tools": ["wait"]}],
+                    dispatch=dispatch,
+                    count_host_waits=False,
+                )
+            )
             deadline = time.monotonic() + 5
-            while not (ex._pool.workers() and ex._pool.workers()[0].run is not None  # type: ignore[union-attr]
-                       and not ex._pool.workers()[0].run.open_calls  # type: ignore[union-attr]
-                       and ex._pool.workers()[0].run.paused_total > 0):  # type: ignore[union-attr]
+            while not (
+                ex._pool.workers()
+                and ex._pool.workers()[0].run is not None  # type: ignore[union-attr]
+                and not ex._pool.workers()[0].run.open_calls  # type: ignore[union-attr]
+                and ex._pool.workers()[0].run.paused_total > 0
+            ):  # type: ignore[union-attr]
                 assert time.monotonic() < deadline, "the tool call should have been answered"
                 await asyncio.sleep(0.002)
             [worker] = ex._pool.workers()  # type: ignore[union-attr]
@@ -177,7 +185,8 @@ def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
 
 
 def test_a_reader_that_fails_in_the_host_is_a_typed_fault_and_the_pool_serves_on(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A bug in the host's frame reader must end the run it was serving with a fault, not
     leave the caller waiting for frames nobody reads any more."""
     from codemode._protocol import PipeFrames
@@ -315,8 +324,7 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
             return coroutine
 
         run = Run(1, "() => 0", (), 1000, True, "none", time.monotonic())
-        active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call,
-                           on_fetch=on_call)  # type: ignore[arg-type]
+        active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call, on_fetch=on_call)  # type: ignore[arg-type]
         worker.run = active
         for call_id in (1, 2, 3):  # (from a callback of the loop, as the reader calls it)
             loop.call_soon(worker._answer, active, call_id, lambda call_id=call_id: serve(call_id))
@@ -356,7 +364,6 @@ def test_the_started_mark_is_read_from_the_shared_page() -> None:
     assert open_mark("-") is None
 
 
-
 async def _until_running(ex: IsolateExecutor) -> None:
     """Wait until a child has been handed a run (the executor's only one)."""
     deadline = time.monotonic() + 30
@@ -379,10 +386,10 @@ def test_a_caller_that_stops_waiting_stops_its_run_and_the_pool_serves_on() -> N
     async def main() -> None:
         async with IsolateExecutor(pool={"max_workers": 1, "standby": False}, timeout=60_000) as ex:
             await ex.execute("() => 1")
-            for code in ("() => { while (true) {} }",
-                         "async () => { await t.slow(); return 'late' }"):
-                run = asyncio.ensure_future(ex.execute(
-                    code, providers=[{"name": "t", "tools": ["slow"]}], dispatch=slow_dispatch))
+            for code in ("() => { while (true) {} }", "async () => { await t.slow(); return 'late' }"):
+                run = asyncio.ensure_future(
+                    ex.execute(code, providers=[{"name": "t", "tools": ["slow"]}], dispatch=slow_dispatch)
+                )
                 if "slow" in code:
                     await asyncio.wait_for(arrived.wait(), 30)  # the call is in the host
                 else:
@@ -402,12 +409,12 @@ def test_a_handle_whose_caller_stopped_waiting_is_released() -> None:
     the handle, so the child lets the isolate go and takes the next run (the caller leaves
     right after handing the run over: the program returns its handler either before the
     child reads the Cancel, or not at all)."""
+
     async def main() -> None:
         async with IsolateExecutor(pool={"max_workers": 1, "standby": False}, timeout=30_000) as ex:
             await ex.execute("() => 1")
             for _ in range(8):
-                run = asyncio.ensure_future(
-                    ex.execute("() => () => new Response('hi')", retain_handles=True))
+                run = asyncio.ensure_future(ex.execute("() => () => new Response('hi')", retain_handles=True))
                 await _until_running(ex)
                 run.cancel()
                 with pytest.raises(asyncio.CancelledError):

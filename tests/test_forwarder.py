@@ -53,7 +53,9 @@ def test_answers_reach_their_calls_in_any_order() -> None:
                 for (let i = 0; i < 20; i++) now.push(await t.now(i));
                 return [later, now];
             }""",
-            providers=TOOLS, dispatch=Relay())
+            providers=TOOLS,
+            dispatch=Relay(),
+        )
     assert outcome.error is None, outcome.error
     assert outcome.result == [list(range(50)), list(range(20))]
 
@@ -68,7 +70,9 @@ def test_what_a_forwarder_answers_or_raises_fails_only_that_call() -> None:
                 }
                 return [texts, await t.now(7)];
             }""",
-            providers=TOOLS, dispatch=Relay())
+            providers=TOOLS,
+            dispatch=Relay(),
+        )
     assert outcome.error is None, outcome.error
     [boom, garbage], seven = outcome.result
     assert boom.startswith("The tool t.boom failed in the host (RuntimeError)"), boom
@@ -79,17 +83,22 @@ def test_what_a_forwarder_answers_or_raises_fails_only_that_call() -> None:
 def test_an_answer_after_its_run_ended_is_dropped_and_the_child_serves_on() -> None:
     relay = Relay()
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
-        timed_out = ex.execute("async () => await t.late(0)", providers=TOOLS, dispatch=relay,
-                               timeout=100, count_host_waits=True)
+        timed_out = ex.execute(
+            "async () => await t.late(0)", providers=TOOLS, dispatch=relay, timeout=100, count_host_waits=True
+        )
         assert timed_out.error is not None and "timed out" in timed_out.error
-        never = ex.execute("async () => await t.never(0)", providers=TOOLS, dispatch=relay,
-                           timeout=100, count_host_waits=True)
+        never = ex.execute(
+            "async () => await t.never(0)",
+            providers=TOOLS,
+            dispatch=relay,
+            timeout=100,
+            count_host_waits=True,
+        )
         assert never.error is not None and "timed out" in never.error
         # The late answer came meanwhile; the held one comes with the next run's first
         # call. Neither reaches that run, which the same child serves.
         assert len(relay.held) == 1
-        outcome = ex.execute("async () => [await t.now(1), await t.echo(2)]", providers=TOOLS,
-                             dispatch=relay)
+        outcome = ex.execute("async () => [await t.now(1), await t.echo(2)]", providers=TOOLS, dispatch=relay)
     assert outcome.error is None, outcome.error
     assert outcome.result == [1, 2]
 

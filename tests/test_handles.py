@@ -46,7 +46,8 @@ def test_state_survives_between_invocations_and_tools_keep_working() -> None:
                                         headers: { 'x-calls': String(calls) } });
                 } };
             }""",
-            providers=[{"name": "store", "tools": ["times"]}], dispatch=dispatch,
+            providers=[{"name": "store", "tools": ["times"]}],
+            dispatch=dispatch,
             retain_handles=True,
         )
         assert created.error is None and created.result is None and created.handle
@@ -70,11 +71,18 @@ def test_request_data_reaches_the_handler() -> None:
         assert handle is not None
         out = ex.invoke_handle(
             handle,
-            {"method": "post", "url": "https://svc.test/a?b=1", "headers": {"x-test": "yes"},
-             "body": "payload"},
+            {
+                "method": "post",
+                "url": "https://svc.test/a?b=1",
+                "headers": {"x-test": "yes"},
+                "body": "payload",
+            },
         )
         assert json.loads(out.result["body"]) == {
-            "count": 1, "method": "POST", "url": "https://svc.test/a?b=1", "body": "payload",
+            "count": 1,
+            "method": "POST",
+            "url": "https://svc.test/a?b=1",
+            "body": "payload",
             "header": "yes",
         }
 

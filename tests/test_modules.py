@@ -69,7 +69,9 @@ def test_unknown_specifier_lists_what_can_be_imported(ex: SyncIsolateExecutor) -
     assert outcome.error is not None
     assert outcome.error.startswith("Cannot import 'lodash': this run can import 'lib/math'")
     none = ex.execute("async () => { await import('lodash') }", modules=None)
-    assert none.error == "Cannot import 'lodash': no modules were declared for this run (declare it in modules)."
+    assert (
+        none.error == "Cannot import 'lodash': no modules were declared for this run (declare it in modules)."
+    )
 
 
 def test_a_syntax_error_names_the_module_and_position(ex: SyncIsolateExecutor) -> None:

@@ -34,7 +34,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/hello":
             self._reply(200, b"hello", {"content-type": "text/plain", "x-server": "test"})
         elif self.path == "/redirect":
@@ -51,11 +51,14 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._reply(404, b"not found")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         size = int(self.headers.get("content-length", "0"))
         body = self.rfile.read(size)
-        self._reply(200, json.dumps({"got": body.decode(), "type": self.headers.get("content-type")}).encode(),
-                    {"content-type": "application/json"})
+        self._reply(
+            200,
+            json.dumps({"got": body.decode(), "type": self.headers.get("content-type")}).encode(),
+            {"content-type": "application/json"},
+        )
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +71,9 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
-def test_absent_uses_the_executors_own_network_with_redirects(executor: SyncIsolateExecutor, server: str) -> None:
+def test_absent_uses_the_executors_own_network_with_redirects(
+    executor: SyncIsolateExecutor, server: str
+) -> None:
     outcome = executor.execute(
         f"""async () => {{
             const r = await fetch('{server}/redirect');
@@ -91,7 +96,9 @@ def test_none_means_no_network_with_the_declared_text(executor: SyncIsolateExecu
     assert uncaught.error == NETWORK_DISABLED
 
 
-def test_a_policy_sees_every_request_and_every_redirect_hop(executor: SyncIsolateExecutor, server: str) -> None:
+def test_a_policy_sees_every_request_and_every_redirect_hop(
+    executor: SyncIsolateExecutor, server: str
+) -> None:
     seen: list[tuple[str, str]] = []
 
     def policy(request: OutboundRequest) -> OutboundResponse:
@@ -117,7 +124,9 @@ def test_a_policy_sees_every_request_and_every_redirect_hop(executor: SyncIsolat
     ]
 
 
-def test_allow_hosts_refuses_others_and_injects_credentials(executor: SyncIsolateExecutor, server: str) -> None:
+def test_allow_hosts_refuses_others_and_injects_credentials(
+    executor: SyncIsolateExecutor, server: str
+) -> None:
     policy = allow_hosts(["127.0.0.1"], inject_headers={"127.0.0.1": {"authorization": "Bearer host-secret"}})
     outcome = executor.execute(
         f"""async () => {{
@@ -177,7 +186,8 @@ def test_a_request_is_bounded_by_the_runs_deadline(executor: SyncIsolateExecutor
 
 
 def test_a_run_has_at_most_16_requests_in_flight_and_the_rest_wait_their_turn(
-        executor: SyncIsolateExecutor) -> None:
+    executor: SyncIsolateExecutor,
+) -> None:
     import asyncio
 
     in_flight = peak = 0
@@ -193,7 +203,9 @@ def test_a_run_has_at_most_16_requests_in_flight_and_the_rest_wait_their_turn(
     outcome = executor.execute(
         "async () => (await Promise.all(Array.from({ length: 200 }, (_, i) => "
         "fetch(`https://api.example/${i}`).then((r) => r.text())))).length",
-        outbound=slow, timeout=20_000)
+        outbound=slow,
+        timeout=20_000,
+    )
     assert outcome.error is None and outcome.result == 200
     assert peak == 16
 
@@ -211,13 +223,13 @@ def test_thousands_of_requests_at_once_settle_inside_the_bound(executor: SyncIso
     outcome = executor.execute(
         "async () => (await Promise.allSettled(Array.from({ length: 3000 }, () => "
         f"fetch('http://127.0.0.1:{port}/')))).filter((r) => r.status === 'rejected').length",
-        timeout=20_000)
+        timeout=20_000,
+    )
     assert outcome.error is None and outcome.result == 3000
     assert time.monotonic() - started < 21.5
 
 
-def test_requests_waiting_their_turn_leave_at_once_when_the_run_ends(
-        executor: SyncIsolateExecutor) -> None:
+def test_requests_waiting_their_turn_leave_at_once_when_the_run_ends(executor: SyncIsolateExecutor) -> None:
     """Tens of thousands of requests in line when the clock ends the run: each leaves the
     line in constant time (with asyncio.Semaphore, each scanned the line: 14 s to settle)."""
     import asyncio
@@ -230,14 +242,15 @@ def test_requests_waiting_their_turn_leave_at_once_when_the_run_ends(
     started = time.monotonic()
     outcome = executor.execute(
         "async () => { for (let i = 0; i < 40000; i++) fetch('https://api.example/').catch(() => 0); "
-        "await new Promise(() => {}) }", outbound=slow, timeout=3_000)
+        "await new Promise(() => {}) }",
+        outbound=slow,
+        timeout=3_000,
+    )
     assert outcome.error in (timeout_text(3_000), memory_text(128)), outcome.error
     assert time.monotonic() - started < 4.5
 
 
-OUTBOUND_TEXT = (
-    "outbound must be left out (the executor's network), None (no network) or a callable policy."
-)
+OUTBOUND_TEXT = "outbound must be left out (the executor's network), None (no network) or a callable policy."
 
 
 def test_an_outbound_that_is_no_policy_is_refused_everywhere_with_one_text() -> None:

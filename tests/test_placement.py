@@ -6,6 +6,7 @@ batch policy made tool calls wait out a busy neighbour's time slice)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -53,8 +54,7 @@ def test_children_are_pinned_one_per_core_and_a_replacement_keeps_its_core() -> 
 
 @needs_two_cores
 def test_two_executors_do_not_share_a_core_while_another_is_free() -> None:
-    with SyncIsolateExecutor(pool={"max_workers": 1}) as a, \
-            SyncIsolateExecutor(pool={"max_workers": 1}) as b:
+    with SyncIsolateExecutor(pool={"max_workers": 1}) as a, SyncIsolateExecutor(pool={"max_workers": 1}) as b:
         [pa], [pb] = _pids(a, 1), _pids(b, 1)
         assert _cores_of(pa) != _cores_of(pb)
 
@@ -63,10 +63,8 @@ def _policies_of(pid: int) -> dict[int, int]:
     """The scheduling policy of every thread of ``pid``."""
     policies = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
+        with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
             policies[int(tid)] = os.sched_getscheduler(int(tid))
-        except ProcessLookupError:
-            pass  # the thread ended meanwhile
     return policies
 
 

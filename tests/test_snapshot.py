@@ -23,7 +23,8 @@ from codemode import SyncIsolateExecutor
 def _in_child_process(body: str) -> Any:
     """Run ``body`` (the statements of an async function that returns JSON data) in a new
     interpreter set up like a child, and return what it returned."""
-    script = textwrap.dedent("""
+    script = (
+        textwrap.dedent("""
         import asyncio, json, sys
         from py_mini_racer import init_mini_racer
         init_mini_racer(flags=["--single-threaded", "--max-old-space-size=256"])
@@ -37,9 +38,12 @@ def _in_child_process(body: str) -> Any:
             return isolate
 
         async def main():
-    """) + textwrap.indent(textwrap.dedent(body), "    ") + textwrap.dedent("""
+    """)
+        + textwrap.indent(textwrap.dedent(body), "    ")
+        + textwrap.dedent("""
         print(json.dumps(asyncio.run(main())))
     """)
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -138,8 +142,9 @@ def test_programs_behave_the_same_with_and_without_the_snapshot(
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         first = ex.execute(code=code, providers=[{"name": "store", "tools": ["get"]}], dispatch=dispatch)
         second = ex.execute(code="async () => [typeof leftover, [].extra === undefined]")
-        counts = [ex.execute(code="async () => { console.count(); console.group('g'); }").logs
-                  for _ in range(2)]
+        counts = [
+            ex.execute(code="async () => { console.count(); console.group('g'); }").logs for _ in range(2)
+        ]
     assert first.error is None, first.error
     assert first.result == ["undefinedundefinedundefined", "undefined", "1", 3, "function"]
     assert [entry.text for entry in first.logs] == ["seen [ 1, 2 ]"]
@@ -182,8 +187,11 @@ def test_what_the_snapshot_holds_as_source_is_one_byte_text() -> None:
     from codemode._child.engine import SNAPSHOT_MODULES
     from codemode.stdlib import blank_comment_lines, sources
 
-    texts = {"runtime.js": blank_comment_lines(
-        (resources.files("codemode._child") / "runtime.js").read_text("utf-8"))}
+    texts = {
+        "runtime.js": blank_comment_lines(
+            (resources.files("codemode._child") / "runtime.js").read_text("utf-8")
+        )
+    }
     texts.update({m: sources()[m] for m in SNAPSHOT_MODULES})
     for name, text in texts.items():
         wide = sorted({c for c in text if ord(c) > 0xFF})

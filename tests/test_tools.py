@@ -139,7 +139,8 @@ def test_a_call_waiting_for_its_answer_holds_neither_the_program_nor_its_timers(
         "async () => { const t0 = Date.now(); const p = api.slow(1); const after = Date.now() - t0;"
         " const t1 = Date.now(); await new Promise((r) => setTimeout(r, 50));"
         " const timer = Date.now() - t1; return { after, timer, answer: await p } }",
-        providers=SLOW, dispatch=_slow_dispatch,
+        providers=SLOW,
+        dispatch=_slow_dispatch,
     )
     assert outcome.error is None, outcome.error
     assert outcome.result["answer"] == 1
@@ -153,13 +154,15 @@ def test_a_run_that_ends_while_its_isolate_waits_for_an_answer_ends_at_its_bound
     """The park is woken when the run ends: a run whose only call outlasts its bound
     settles at the bound, and the child serves the next run (and drops the late answer)."""
     started = time.monotonic()
-    outcome = executor.execute("async () => api.slow(1)", providers=SLOW,
-                               dispatch=_slow_dispatch, timeout=200)
+    outcome = executor.execute(
+        "async () => api.slow(1)", providers=SLOW, dispatch=_slow_dispatch, timeout=200
+    )
     assert outcome.error is not None and "200 ms" in outcome.error
     assert time.monotonic() - started < 0.45
     assert executor.execute("async () => 6 * 7").result == 42
-    later = executor.execute("async () => [await api.slow(2), await api.slow(3)]",
-                             providers=SLOW, dispatch=_slow_dispatch)
+    later = executor.execute(
+        "async () => [await api.slow(2), await api.slow(3)]", providers=SLOW, dispatch=_slow_dispatch
+    )
     assert later.result == [2, 3], later.error
 
 
@@ -170,19 +173,26 @@ def test_a_program_that_breaks_delivery_gets_its_error_not_a_timeout(
     broke what delivering uses gets that error at once, and one that deleted a global the
     runtime does not need (Math) gets its answer. (A park that failed was once dropped: the
     call never settled and the run waited for its bound.)"""
+
     def dispatch(provider: str, tool: str, args_json: str) -> str:
         time.sleep(0.02)  # longer than the bell of a lone call waits: the park delivers
         return tool_result(json.loads(args_json)[0])
 
     echo = [{"name": "api", "tools": ["echo"]}]
-    outcome = executor.execute("async () => { delete globalThis.Math; return await api.echo('x') }",
-                               providers=echo, dispatch=dispatch)
+    outcome = executor.execute(
+        "async () => { delete globalThis.Math; return await api.echo('x') }",
+        providers=echo,
+        dispatch=dispatch,
+    )
     assert (outcome.result, outcome.error) == ("x", None)
     started = time.monotonic()
     outcome = executor.execute(
         "async () => { Object.getPrototypeOf(Uint16Array.prototype).subarray = () => {"
         " throw new Error('broken') }; return await api.echo('x') }",
-        providers=echo, dispatch=dispatch, timeout=5000)
+        providers=echo,
+        dispatch=dispatch,
+        timeout=5000,
+    )
     assert outcome.error is not None and "broken" in outcome.error
     assert time.monotonic() - started < 2.5
     assert executor.execute("async () => 6 * 7").result == 42
@@ -205,14 +215,20 @@ def test_one_runs_fan_out_of_sync_calls_never_holds_another_runs_call() -> None:
 
     async def scenario() -> None:
         async with IsolateExecutor(pool={"max_workers": 2}) as ex:
-            fan_out = asyncio.ensure_future(ex.execute(
-                "async () => (await Promise.all(Array.from({ length: 40 }, () => api.slow())))"
-                ".length", providers=providers, dispatch=dispatch, timeout=30_000))
+            fan_out = asyncio.ensure_future(
+                ex.execute(
+                    "async () => (await Promise.all(Array.from({ length: 40 }, () => api.slow()))).length",
+                    providers=providers,
+                    dispatch=dispatch,
+                    timeout=30_000,
+                )
+            )
             deadline = time.monotonic() + 20
             while slow.peak < 16 and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-            other = await ex.execute("async () => api.fast()", providers=providers,
-                                     dispatch=dispatch, timeout=5_000)
+            other = await ex.execute(
+                "async () => api.fast()", providers=providers, dispatch=dispatch, timeout=5_000
+            )
             assert other.error is None and other.result == "fast"
             assert slow.now == 16, "the first run's calls still wait, 16 at a time"
             release.set()
@@ -241,7 +257,8 @@ def test_async_dispatch_calls_overlap_as_well(executor: SyncIsolateExecutor) -> 
 
 
 def test_a_flood_of_calls_is_served_whole_and_in_order_a_share_per_loop_turn(
-        executor: SyncIsolateExecutor) -> None:
+    executor: SyncIsolateExecutor,
+) -> None:
     """Past CALLS_STARTED_PER_TURN calls in one loop turn, the rest wait in the run's line
     for the next turns (so the loop keeps reading the child between them): every call is
     still served, in the order the program made them."""
@@ -257,7 +274,10 @@ def test_a_flood_of_calls_is_served_whole_and_in_order_a_share_per_loop_turn(
     outcome = executor.execute(
         f"async () => (await Promise.all(Array.from({{ length: {n} }}, (_, i) => api.echo(i))))"
         ".reduce((a, b) => a + b, 0)",
-        providers=[{"name": "api", "tools": ["echo"]}], dispatch=dispatch, timeout=30_000)
+        providers=[{"name": "api", "tools": ["echo"]}],
+        dispatch=dispatch,
+        timeout=30_000,
+    )
     assert outcome.error is None, outcome.error
     assert outcome.result == n * (n - 1) // 2
     assert served == list(range(n))
@@ -285,7 +305,10 @@ def test_a_run_that_outgrows_its_journal_ends_whole_and_in_order(executor: SyncI
             }}
             return {{ sum, tail: 'ü'.repeat(3000) }};
         }}""",
-        providers=[{"name": "api", "tools": ["twice"]}], dispatch=dispatch, timeout=30_000)
+        providers=[{"name": "api", "tools": ["twice"]}],
+        dispatch=dispatch,
+        timeout=30_000,
+    )
     assert outcome.error is None, outcome.error
     calls = list(range(0, lines, 64))
     assert served == calls
@@ -305,7 +328,9 @@ def test_a_module_first_touched_after_the_journal_filled_still_loads(executor: S
         f"""async () => {{
             for (let i = 0; i < {lines}; i++) console.log('x'.repeat(1000));
             return new URL('https://a.example/b?c=7').searchParams.get('c');
-        }}""", timeout=30_000)
+        }}""",
+        timeout=30_000,
+    )
     assert outcome.error is None, outcome.error
     assert outcome.result == "7"
     assert len(outcome.logs) == lines
@@ -351,7 +376,8 @@ def test_a_dispatch_that_returns_garbage_rejects_clearly(executor: SyncIsolateEx
 
     for tool in cases:
         outcome = executor.execute(
-            f"async () => store.{tool}()", providers=[{"name": "store", "tools": [tool]}],
+            f"async () => store.{tool}()",
+            providers=[{"name": "store", "tools": [tool]}],
             dispatch=dispatch,
         )
         assert outcome.result is None
@@ -361,17 +387,20 @@ def test_a_dispatch_that_returns_garbage_rejects_clearly(executor: SyncIsolateEx
 
 def test_an_oversized_tool_reply_is_refused(executor: SyncIsolateExecutor) -> None:
     outcome = executor.execute(
-        "async () => store.big()", providers=[{"name": "store", "tools": ["big"]}],
+        "async () => store.big()",
+        providers=[{"name": "store", "tools": ["big"]}],
         dispatch=lambda p, t, a: tool_result("x" * (2 * 1024 * 1024)),
     )
     assert outcome.error is not None and "ceiling" in outcome.error
 
 
 def test_a_tool_reply_over_the_ceiling_in_bytes_but_not_in_characters_is_refused(
-        executor: SyncIsolateExecutor) -> None:
+    executor: SyncIsolateExecutor,
+) -> None:
     # 600,000 characters, 1.8 MB of UTF-8: the ceiling (1 MiB) counts bytes.
     outcome = executor.execute(
-        "async () => store.big()", providers=[{"name": "store", "tools": ["big"]}],
+        "async () => store.big()",
+        providers=[{"name": "store", "tools": ["big"]}],
         dispatch=lambda p, t, a: tool_result("\u20ac" * 600_000),
     )
     assert outcome.error is not None and "ceiling" in outcome.error
@@ -467,6 +496,7 @@ def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
     """The child acts on some of a run's messages from the isolate's thread and wakes its
     loop only when it must: whatever the interleaving, every reply gets in, every log line
     comes out in order, and the run ends (a lost wake-up would end it on the clock)."""
+
     async def dispatch(provider: str, tool: str, args_json: str) -> str:
         [n, delay] = json.loads(args_json)
         if delay:
@@ -481,8 +511,10 @@ def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
             expected_total += 2 * k
             k += 1
         elif kind == "all":
-            lines.append(f"  for (const v of await Promise.all(Array.from({{length: {n}}}, (_, j) => "
-                         f"t.x(k + j, j % 2)))) total += v; k += {n};")
+            lines.append(
+                f"  for (const v of await Promise.all(Array.from({{length: {n}}}, (_, j) => "
+                f"t.x(k + j, j % 2)))) total += v; k += {n};"
+            )
             expected_total += sum(2 * (k + j) for j in range(n))
             k += n
         elif kind == "log":
@@ -492,8 +524,9 @@ def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
         else:
             lines.append(f"  await new Promise((r) => setTimeout(r, {n}));")
     lines += ["  return total;", "}"]
-    outcome = executor.execute("\n".join(lines), providers=[{"name": "t", "tools": ["x"]}],
-                               dispatch=dispatch, timeout=20_000)
+    outcome = executor.execute(
+        "\n".join(lines), providers=[{"name": "t", "tools": ["x"]}], dispatch=dispatch, timeout=20_000
+    )
     assert outcome.error is None, outcome.error
     assert outcome.result == expected_total
     assert [entry.text for entry in outcome.logs] == expected_logs
@@ -502,6 +535,7 @@ def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
 def test_a_dispatch_runs_as_a_task_of_its_own(executor: SyncIsolateExecutor) -> None:
     """Code that needs its current task (``asyncio.timeout``, anyio, httpx) works inside an
     async dispatch, even one that answers without waiting."""
+
     async def dispatch(provider: str, tool: str, args_json: str) -> str:
         task = asyncio.current_task()
         assert task is not None
@@ -510,6 +544,9 @@ def test_a_dispatch_runs_as_a_task_of_its_own(executor: SyncIsolateExecutor) -> 
                 await asyncio.sleep(0.001)
         return tool_result(tool)
 
-    outcome = executor.execute("async () => [await t.now(), await t.wait()]",
-                               providers=[{"name": "t", "tools": ["now", "wait"]}], dispatch=dispatch)
+    outcome = executor.execute(
+        "async () => [await t.now(), await t.wait()]",
+        providers=[{"name": "t", "tools": ["now", "wait"]}],
+        dispatch=dispatch,
+    )
     assert outcome.error is None and outcome.result == ["now", "wait"]

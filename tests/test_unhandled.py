@@ -12,11 +12,20 @@ from codemode import LogEntry, SyncIsolateExecutor
     [
         ("async () => { Promise.reject(new Error('lost')); return 1 }", "lost"),
         ("async () => { new Promise((_, reject) => reject('sync')); await null; return 1 }", "sync"),
-        ("async () => { new Promise((_, r) => setTimeout(() => r(new TypeError('t')), 1));"
-         " await new Promise((r) => setTimeout(r, 20)); return 1 }", "t"),
-        ("async () => { Promise.all([Promise.reject(new Error('in all'))]); await null; return 1 }", "in all"),
-        ("async () => { Promise.resolve(1).then(() => { throw new Error('in then') });"
-         " await new Promise((r) => setTimeout(r, 5)); return 1 }", "in then"),
+        (
+            "async () => { new Promise((_, r) => setTimeout(() => r(new TypeError('t')), 1));"
+            " await new Promise((r) => setTimeout(r, 20)); return 1 }",
+            "t",
+        ),
+        (
+            "async () => { Promise.all([Promise.reject(new Error('in all'))]); await null; return 1 }",
+            "in all",
+        ),
+        (
+            "async () => { Promise.resolve(1).then(() => { throw new Error('in then') });"
+            " await new Promise((r) => setTimeout(r, 5)); return 1 }",
+            "in then",
+        ),
     ],
 )
 def test_caught_rejections_are_logged_and_the_result_is_unaffected(

@@ -51,7 +51,8 @@ def _start_runtime(sender: Any = None, **_: Any) -> None:
     if "prefork" in pool:
         raise SystemExit(
             "codemode workers run with --pool threads or --pool solo: a prefork child must not "
-            "run an isolate pool (deadlines are the executor's own, not Celery's).")
+            "run an isolate pool (deadlines are the executor's own, not Celery's)."
+        )
     runtime.start()
 
 
@@ -62,9 +63,12 @@ def _consume_own_queue(sender: Any = None, instance: Any = None, **_: Any) -> No
 
 
 def _announce(sender: Any = None, **_: Any) -> None:
-    print(f"{READY_MARK} worker={runtime.worker_id} queue={settings.queue} "
-          f"own_queue={runtime.queue} concurrency={worker_settings.concurrency} "
-          f"max_handles={worker_settings.max_handles}", flush=True)
+    print(
+        f"{READY_MARK} worker={runtime.worker_id} queue={settings.queue} "
+        f"own_queue={runtime.queue} concurrency={worker_settings.concurrency} "
+        f"max_handles={worker_settings.max_handles}",
+        flush=True,
+    )
 
 
 def _stop_runtime(**_: Any) -> None:

@@ -40,33 +40,51 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codemode worker",
         description="Run a codemode Celery worker: it takes execute jobs from Redis and runs "
-                    "them on its own isolate pool.")
+        "them on its own isolate pool.",
+    )
     parser.add_argument("--redis-url", help=f"Redis URL (default: ${ENV_REDIS_URL})")
     parser.add_argument("--queue", help=f"queue to consume (default: ${ENV_QUEUE} or codemode)")
-    parser.add_argument("--concurrency", type=int,
-                        help=f"jobs at once = isolate children (default: ${ENV_WORKER_CONCURRENCY} or 2)")
-    parser.add_argument("--pool", choices=("threads", "solo"),
-                        help=f"Celery pool (default: ${ENV_WORKER_POOL} or threads)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help=f"jobs at once = isolate children (default: ${ENV_WORKER_CONCURRENCY} or 2)",
+    )
+    parser.add_argument(
+        "--pool", choices=("threads", "solo"), help=f"Celery pool (default: ${ENV_WORKER_POOL} or threads)"
+    )
     parser.add_argument("--loglevel", default="INFO")
     parser.add_argument("--hostname", help="Celery node name (default: codemode@%%h)")
     return parser
 
 
-def celery_argv(settings: BrokerSettings, worker: WorkerSettings, *, loglevel: str = "INFO",
-                hostname: str | None = None, own_queue: str | None = None) -> list[str]:
+def celery_argv(
+    settings: BrokerSettings,
+    worker: WorkerSettings,
+    *,
+    loglevel: str = "INFO",
+    hostname: str | None = None,
+    own_queue: str | None = None,
+) -> list[str]:
     """The ``celery worker`` arguments this command runs with (``own_queue``: the worker's
     own queue, consumed too)."""
     queues = settings.queue if own_queue is None else f"{settings.queue},{own_queue}"
     argv = [
         "worker",
-        "--pool", worker.pool,
-        "--concurrency", str(worker.concurrency),
-        "--queues", queues,
-        "--loglevel", loglevel,
+        "--pool",
+        worker.pool,
+        "--concurrency",
+        str(worker.concurrency),
+        "--queues",
+        queues,
+        "--loglevel",
+        loglevel,
         # No mingle/gossip/heartbeat events: workers share nothing but the queue, and
         # the fleet's own lease keys say who is alive.
-        "--without-mingle", "--without-gossip", "--without-heartbeat",
-        "--hostname", hostname or "codemode@%h",
+        "--without-mingle",
+        "--without-gossip",
+        "--without-heartbeat",
+        "--hostname",
+        hostname or "codemode@%h",
     ]
     return argv
 
@@ -98,8 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from workers.app import app, runtime
 
     try:
-        app.worker_main(celery_argv(settings, worker, loglevel=args.loglevel,
-                                    hostname=args.hostname, own_queue=runtime.queue))
+        app.worker_main(
+            celery_argv(
+                settings, worker, loglevel=args.loglevel, hostname=args.hostname, own_queue=runtime.queue
+            )
+        )
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)

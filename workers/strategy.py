@@ -49,8 +49,12 @@ def handoff(task: Any, app: Any, consumer: Any, **_: Any) -> Any:
             else:
                 raise ValueError("it carries no job (the task takes one argument, the job)")
         except Exception as exc:  # a message no worker can run: say so, and drop it
-            log.error("dropped a malformed %s message (%s: %s); a producer sent what "
-                      "codemode's client does not", task.name, type(exc).__name__, exc)
+            log.error(
+                "dropped a malformed %s message (%s: %s); a producer sent what codemode's client does not",
+                task.name,
+                type(exc).__name__,
+                exc,
+            )
             ack(log, connection_errors)
             return
         try:

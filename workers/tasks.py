@@ -26,8 +26,13 @@ _ping_client = redis.Redis.from_url(settings.redis_url, **settings.redis_kwargs(
 """Thread-safe (a connection pool), and connects on first use, not at import."""
 
 
-@app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-          Strategy="workers.strategy:handoff")  # type: ignore[untyped-decorator]
+@app.task(
+    name=TASK_NAME,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    Strategy="workers.strategy:handoff",
+)  # type: ignore[untyped-decorator]
 def execute(job: dict[str, Any]) -> str:
     """Run one job; the outcome travels on the job's reply channel, the return is a log line."""
     return runtime.run_job(job)

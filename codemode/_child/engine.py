@@ -742,14 +742,19 @@ class Isolate:
                 if not future.done() or future.cancelled():
                     ctx._dll.mr_cancel_task(ctx._ctx, task_id)
 
-    def pump_soon(self, inbox_json: str, on_done: Callable[[str | BaseException], None],
-                  quiet: Callable[[str | BaseException], bool]) -> None:
+    def pump_soon(
+        self,
+        inbox_json: str,
+        on_done: Callable[[str | BaseException], None],
+        quiet: Callable[[str | BaseException], bool],
+    ) -> None:
         """Deliver replies and take the outbox, on the run's hot path (every reply to a
         tool call): the isolate is called now, and ``on_done`` gets the outbox (one JSON
         array, or '') or the exception when it returns, on the loop, unless ``quiet``,
         asked first on the isolate's thread, says the loop need not hear of it (it then
         owns the return). An inbox too large for one feed takes the general path, as a
         task (``quiet`` is not asked there)."""
+
         def pumped(out: Any) -> None:
             on_done(out if isinstance(out, (str, BaseException)) else "")
 
@@ -926,9 +931,15 @@ class Isolate:
         for task in list(self._pump_tasks):
             task.cancel()
         with self._pump_lock:
-            task_ids = [task for task, cb in ((self._pump_task, self._pump_id),
-                                              (self._park_task, self._park_id),
-                                              (self._take_task, self._take_id)) if cb is not None]
+            task_ids = [
+                task
+                for task, cb in (
+                    (self._pump_task, self._pump_id),
+                    (self._park_task, self._park_id),
+                    (self._take_task, self._take_id),
+                )
+                if cb is not None
+            ]
         for task_id in task_ids:  # (not under the lock: their callbacks take the lock)
             self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
 

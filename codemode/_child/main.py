@@ -100,6 +100,8 @@ SPARE_ISOLATES = 2
 """Isolates a child keeps prepared. Preparing one costs more CPU than a trivial run, so
 with one spare, runs arriving back to back waited for it; a second covers the gap. Each
 costs ~2 MB resident (counted in the child's baseline)."""
+
+
 def _layout() -> dict[str, int]:
     """Byte offsets of the channels inside each isolate's one SharedArrayBuffer."""
     inbound = 16
@@ -109,8 +111,13 @@ def _layout() -> dict[str, int]:
     sync += -sync % 16
     total = sync + 16 + 2 * SYNC_UNITS
     return {
-        "inbound": inbound, "journal": journal, "sync": sync, "total": total,
-        "inbound_units": INBOUND_UNITS, "journal_units": JOURNAL_UNITS, "sync_units": SYNC_UNITS,
+        "inbound": inbound,
+        "journal": journal,
+        "sync": sync,
+        "total": total,
+        "inbound_units": INBOUND_UNITS,
+        "journal_units": JOURNAL_UNITS,
+        "sync_units": SYNC_UNITS,
     }
 
 
@@ -271,8 +278,7 @@ def _texts_for(max_message_bytes: int) -> dict[str, str]:
         "logTruncated": (
             f" ... [truncated: a log line may carry at most {_texts.format_bytes(max_message_bytes)}]"
         ),
-        "logsDropped": "[codemode] {n} more log entries were dropped: a run keeps at most "
-        + "{kept}.",
+        "logsDropped": "[codemode] {n} more log entries were dropped: a run keeps at most " + "{kept}.",
         "badEnvelope": (
             "the host's dispatch answered with something that is not a tool envelope "
             '({"result": ...} or {"error": "..."}).'
@@ -360,10 +366,19 @@ class RunState:
 
 
 class Child:
-    def __init__(self, worker_id: int, memory_limit_mb: int, max_message_bytes: int,
-                 max_log_entries: int, proto_in: int, proto_out: int, *,
-                 probe_engine: bool = True, mark: ChildMark | None = None,
-                 replies: int | None = None) -> None:
+    def __init__(
+        self,
+        worker_id: int,
+        memory_limit_mb: int,
+        max_message_bytes: int,
+        max_log_entries: int,
+        proto_in: int,
+        proto_out: int,
+        *,
+        probe_engine: bool = True,
+        mark: ChildMark | None = None,
+        replies: int | None = None,
+    ) -> None:
         self.worker_id = worker_id
         self.memory_limit_mb = memory_limit_mb
         self.max_message_bytes = max_message_bytes
@@ -510,7 +525,8 @@ class Child:
 
         snapshot = os.environ.get("CODEMODE_CHILD_SNAPSHOT", "on") != "off"
         self.snapshot_refused = engine.install_runtime(
-            self.config_json(), self.stdlib_sources, snapshot=snapshot)
+            self.config_json(), self.stdlib_sources, snapshot=snapshot
+        )
 
     def boot_values(self) -> str:
         """What each isolate gets of its own, for its runtime's setup: a random seed and
@@ -526,20 +542,22 @@ class Child:
             texts = _texts_for(self.max_message_bytes)
             texts["logsDropped"] = texts["logsDropped"].replace("{kept}", str(self.max_log_entries))
             texts["memory"] = _texts.memory_text(self.memory_limit_mb)
-            self._static_config = msgspec.json.encode({
-                "maxMessageBytes": self.max_message_bytes,
-                "maxLogEntries": self.max_log_entries,
-                "maxTimers": MAX_TIMERS,
-                "inboundUnits": INBOUND_UNITS,
-                "journalUnits": JOURNAL_UNITS,
-                "syncUnits": SYNC_UNITS,
-                "layout": LAYOUT,
-                "syncTimeoutMs": SYNC_TIMEOUT_MS,
-                "texts": texts,
-                "userAgent": USER_AGENT,
-                "copierRequest": COPIER_REQUEST,
-                "modules": self.stdlib_modules,
-            }).decode()
+            self._static_config = msgspec.json.encode(
+                {
+                    "maxMessageBytes": self.max_message_bytes,
+                    "maxLogEntries": self.max_log_entries,
+                    "maxTimers": MAX_TIMERS,
+                    "inboundUnits": INBOUND_UNITS,
+                    "journalUnits": JOURNAL_UNITS,
+                    "syncUnits": SYNC_UNITS,
+                    "layout": LAYOUT,
+                    "syncTimeoutMs": SYNC_TIMEOUT_MS,
+                    "texts": texts,
+                    "userAgent": USER_AGENT,
+                    "copierRequest": COPIER_REQUEST,
+                    "modules": self.stdlib_modules,
+                }
+            ).decode()
         return self._static_config
 
     async def new_isolate(self) -> Any:
@@ -553,8 +571,9 @@ class Child:
         from .engine import Isolate
 
         isolate = Isolate(self.near_data_limit)
-        return isolate, isolate.prepare(self.loop, self.boot_values(), self.memory_limit_mb * MB,
-                                        LAYOUT, close_first)
+        return isolate, isolate.prepare(
+            self.loop, self.boot_values(), self.memory_limit_mb * MB, LAYOUT, close_first
+        )
 
     def near_data_limit(self, data_bytes: int | None = None) -> bool:
         """Whether this process is within DATA_HEADROOM of its data limit (``data_bytes``: its
@@ -650,8 +669,7 @@ class Child:
                         self.bundles.pop(next(iter(self.bundles)))
                 bundle = self.bundles.get(msg.modules_key)
             payload = msgspec.json.encode(
-                [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network, msg.retain,
-                 bundle]
+                [msg.code, [[p.name, list(p.tools)] for p in msg.providers], msg.network, msg.retain, bundle]
             ).decode()
         state = RunState(msg, isolate)
         self.run = state
@@ -763,8 +781,9 @@ class Child:
             inbox, state.inbox = state.inbox, []  # (a park may add to it: see deliver_parked)
         inbox_json = msgspec.json.encode(inbox).decode() if inbox else ""
         self.wake_park()  # the pump's task waits behind a park
-        state.isolate.pump_soon(inbox_json, lambda out: self.pumped(state, out),
-                                lambda out: self.pumped_quietly(state, out))
+        state.isolate.pump_soon(
+            inbox_json, lambda out: self.pumped(state, out), lambda out: self.pumped_quietly(state, out)
+        )
 
     # ---- the park: answers read on the isolate's thread ------------------------------
 
@@ -1041,8 +1060,13 @@ class Child:
         only_sent = True
         now = time.monotonic()
         for m in messages:
-            if (sending and not state.done and _well_shaped(m) and m[0] == "c"
-                    and self.call_problem(state, m[2], m[4]) is None):
+            if (
+                sending
+                and not state.done
+                and _well_shaped(m)
+                and m[0] == "c"
+                and self.call_problem(state, m[2], m[4]) is None
+            ):
                 try:
                     self.send_call(state, m[1], m[2], m[3], m[4])
                 except Exception:  # the loop takes this call and the rest, and meets it
@@ -1112,14 +1136,19 @@ class Child:
         if state.done:
             return
         rss, data = _rss_and_data_bytes()
-        if (state.isolate.memory_limit_reached() or state.isolate.out_of_room
-                or rss > self.rss_limit or self.near_data_limit(data)):
+        if (
+            state.isolate.memory_limit_reached()
+            or state.isolate.out_of_room
+            or rss > self.rss_limit
+            or self.near_data_limit(data)
+        ):
             self.finish_out_of_memory(state)
             return
         state.memory_check = self.loop.call_later(MEMORY_POLL_S, self.check_memory, state)
 
-    def finish(self, state: RunState, kind: str, *, result_json: str | None = None,
-               error: str | None = None) -> None:
+    def finish(
+        self, state: RunState, kind: str, *, result_json: str | None = None, error: str | None = None
+    ) -> None:
         """Report the run to the host at once; cleanup happens after, off its clock."""
         if state.done:
             return
@@ -1131,10 +1160,15 @@ class Child:
         if error is not None:
             error = _texts.well_formed(error)
         if state.logs_over_budget:
-            state.logs.append(LogEntry("warn", (
-                f"[codemode] {state.logs_over_budget} more log entries were dropped: a run's logs "
-                f"carry at most {_texts.format_bytes(self.max_log_bytes)} of text."
-            )))
+            state.logs.append(
+                LogEntry(
+                    "warn",
+                    (
+                        f"[codemode] {state.logs_over_budget} more log entries were dropped: a run's logs "
+                        f"carry at most {_texts.format_bytes(self.max_log_bytes)} of text."
+                    ),
+                )
+            )
         done = Done(state.msg.run_id, kind, result_json, error, tuple(state.logs), False)
         entry = state.entry
         if kind in ("timeout", "memory") or entry is None or entry.done():
@@ -1237,9 +1271,11 @@ class Child:
         ctx = isolate.ctx
         try:
             await ctx.eval_cancelable("globalThis.__probe = 1")
-            await isolate.start(msgspec.json.encode(
-                ["async () => { await new Promise((r) => setTimeout(r, 1)); return 7 }", [], "none"]
-            ).decode())
+            await isolate.start(
+                msgspec.json.encode(
+                    ["async () => { await new Promise((r) => setTimeout(r, 1)); return 7 }", [], "none"]
+                ).decode()
+            )
             await asyncio.wait_for(rang.wait(), 2.0)
             if ["d", "7"] not in isolate.read_journal():
                 missing.append("does not run a timer through Atomics.waitAsync")
@@ -1331,12 +1367,25 @@ def main(argv: list[str]) -> None:
     # from the pool the last one gave back, and a decommitted page costs an mprotect (and a
     # fault) to take again. Resident memory is the same (side by side, 300 runs: 82.8 MB);
     # child CPU per trivial run -3% and -4% in two alternating A/Bs.
-    flags = ["--single-threaded", "--no-sparkplug", "--no-decommit-pooled-pages",
-             f"--max-old-space-size={max(2 * memory_limit_mb, 64)}"]
+    flags = [
+        "--single-threaded",
+        "--no-sparkplug",
+        "--no-decommit-pooled-pages",
+        f"--max-old-space-size={max(2 * memory_limit_mb, 64)}",
+    ]
     extra = os.environ.get("CODEMODE_CHILD_V8_FLAGS", "").split()
     init_mini_racer(flags=flags + extra)
-    child = Child(worker_id, memory_limit_mb, max_message_bytes, max_log_entries, proto_in, proto_out,
-                  probe_engine=probe_engine, mark=mark, replies=replies)
+    child = Child(
+        worker_id,
+        memory_limit_mb,
+        max_message_bytes,
+        max_log_entries,
+        proto_in,
+        proto_out,
+        probe_engine=probe_engine,
+        mark=mark,
+        replies=replies,
+    )
     child.load_stdlib()
     child.install_runtime()  # a standby does it before it waits: adoption only prepares isolates
 

@@ -240,7 +240,9 @@ def _protection(address: int) -> int:
             span, perms = line.split()[:2]
             low, high = (int(x, 16) for x in span.split("-"))
             if low <= address < high:
-                return ((mmap.PROT_READ if perms[0] == "r" else 0)
-                        | (mmap.PROT_WRITE if perms[1] == "w" else 0)
-                        | (mmap.PROT_EXEC if perms[2] == "x" else 0))
+                return (
+                    (mmap.PROT_READ if perms[0] == "r" else 0)
+                    | (mmap.PROT_WRITE if perms[1] == "w" else 0)
+                    | (mmap.PROT_EXEC if perms[2] == "x" else 0)
+                )
     return mmap.PROT_READ

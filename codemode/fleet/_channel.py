@@ -40,8 +40,9 @@ async def push(links: Links, key: str, *messages: bytes, ttl_ms: int) -> None:
     await links.call_all(packed_push(key, messages, ttl_ms))
 
 
-async def pop(links: Links, keys: Sequence[str], wait_s: float, *,
-              before: Sequence[bytes] = ()) -> bytes | None:
+async def pop(
+    links: Links, keys: Sequence[str], wait_s: float, *, before: Sequence[bytes] = ()
+) -> bytes | None:
     """The next message on ``keys``, waiting at most ``wait_s`` (clamped to the fleet's
     longest blocking wait, which the socket timeout exceeds); ``None`` when nothing came.
     ``before``: pushes (:func:`packed_push`) that go out in the same write."""

@@ -94,8 +94,11 @@ def make_client(settings: BrokerSettings) -> aioredis.Redis:
     them plus headroom. (redis-py's default pool refuses a 101st connection, which failed
     every job past the 100th in flight from one host with BROKER_UNREACHABLE.)"""
     pool = aioredis.ConnectionPool.from_url(
-        settings.redis_url, retry=Retry(NoBackoff(), 0),
-        max_connections=settings.fleet_max_jobs + POOL_HEADROOM, **settings.redis_kwargs())
+        settings.redis_url,
+        retry=Retry(NoBackoff(), 0),
+        max_connections=settings.fleet_max_jobs + POOL_HEADROOM,
+        **settings.redis_kwargs(),
+    )
     client: aioredis.Redis = aioredis.Redis.from_pool(pool)
     return client
 
@@ -211,13 +214,14 @@ class FleetExecutor:
                 raise Disposed("The executor was disposed; create a new one to run more programs.")
             if self._client is None:
                 self._client = make_client(self.settings)
-                self._scripts = FleetScripts(Links(self._client.connection_pool,
-                                                   timeout_s=self.settings.socket_timeout_s))
+                self._scripts = FleetScripts(
+                    Links(self._client.connection_pool, timeout_s=self.settings.socket_timeout_s)
+                )
             assert self._scripts is not None
             if self._heartbeat is None:
-                heartbeat = HostHeartbeat(self._client, host_key(self.settings.key_prefix,
-                                                                  self.host_id),
-                                          self.settings.host_ttl_ms)
+                heartbeat = HostHeartbeat(
+                    self._client, host_key(self.settings.key_prefix, self.host_id), self.settings.host_ttl_ms
+                )
                 try:
                     await heartbeat.start()
                     await self._clock.sync(self._client)
@@ -257,34 +261,49 @@ class FleetExecutor:
             if isinstance(candidate, Mapping):
                 _json_data(candidate)
         request = resolve_request(
-            self.config, code=code, providers=providers, dispatch=dispatch, outbound=outbound,
-            modules=modules, timeout=timeout, count_host_waits=count_host_waits,
-            retain_handles=retain_handles, default_outbound=self._outbound,
+            self.config,
+            code=code,
+            providers=providers,
+            dispatch=dispatch,
+            outbound=outbound,
+            modules=modules,
+            timeout=timeout,
+            count_host_waits=count_host_waits,
+            retain_handles=retain_handles,
+            default_outbound=self._outbound,
             default_modules=self._modules,
         )
         module_data = None if request.modules is None else _json_data(request.modules)
         network: Network = (
-            "none" if request.outbound is None
-            else "default" if request.outbound is UNSET
-            else "host"
+            "none" if request.outbound is None else "default" if request.outbound is UNSET else "host"
         )
-        session, outcome = await self._submit(request, self.settings.queue, {
-            "v": HANDLES_SCHEMA_VERSION if request.retain_handles else JOB_SCHEMA_VERSION,
-            "code": request.code,
-            "providers": request.providers,
-            "network": network,
-            "modules": module_data,
-            "timeout_ms": request.timeout_ms,
-            "count_host_waits": request.count_host_waits,
-            "retain": request.retain_handles,
-        })
+        session, outcome = await self._submit(
+            request,
+            self.settings.queue,
+            {
+                "v": HANDLES_SCHEMA_VERSION if request.retain_handles else JOB_SCHEMA_VERSION,
+                "code": request.code,
+                "providers": request.providers,
+                "network": network,
+                "modules": module_data,
+                "timeout_ms": request.timeout_ms,
+                "count_host_waits": request.count_host_waits,
+                "retain": request.retain_handles,
+            },
+        )
         if outcome.handle is not None:
-            self._handles.add(outcome.handle, worker=session.worker,
-                              prefix=self.settings.key_prefix, request=request, network=network)
+            self._handles.add(
+                outcome.handle,
+                worker=session.worker,
+                prefix=self.settings.key_prefix,
+                request=request,
+                network=network,
+            )
         return outcome
 
-    async def _submit(self, request: ResolvedRequest, queue: str, fields: dict[str, Any], *,
-                      target: str | None = None) -> tuple[JobSession, Outcome]:
+    async def _submit(
+        self, request: ResolvedRequest, queue: str, fields: dict[str, Any], *, target: str | None = None
+    ) -> tuple[JobSession, Outcome]:
         """Admit one job onto ``queue`` and wait for its outcome. ``target`` names the one
         worker that consumes ``queue`` (an invocation or a release)."""
         client, scripts, producer = await self._ensure_started()
@@ -299,10 +318,13 @@ class FleetExecutor:
             quiet_start=target is None and not fields.get("retain", False),
             **fields,
         )
-        message = producer.build(spec, queue=queue,
-                                 expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
+        message = producer.build(spec, queue=queue, expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
         session = JobSession(
-            client, scripts, s, spec, request,
+            client,
+            scripts,
+            s,
+            spec,
+            request,
             max_message_bytes=self.config.max_message_bytes,
             start_by_monotonic=time.monotonic() + s.queue_timeout_ms / 1000,
             threads=RunThreads(self._dispatch_threads),
@@ -310,9 +332,15 @@ class FleetExecutor:
         )
         try:
             admission = await scripts.admit(
-                admission_key(s.key_prefix), host_key(s.key_prefix, self.host_id),
-                queue_key(queue), spec.job_id, message, limit=s.fleet_max_jobs,
-                hold_ms=s.queue_timeout_ms + s.key_ttl_ms, host_ttl_ms=s.host_ttl_ms)
+                admission_key(s.key_prefix),
+                host_key(s.key_prefix, self.host_id),
+                queue_key(queue),
+                spec.job_id,
+                message,
+                limit=s.fleet_max_jobs,
+                hold_ms=s.queue_timeout_ms + s.key_ttl_ms,
+                host_ttl_ms=s.host_ttl_ms,
+            )
         except BROKER_ERRORS as exc:
             # The script may have run and only its answer been lost: make sure the job
             # never starts (best effort: a Redis that is gone cannot be told anything).
@@ -327,7 +355,8 @@ class FleetExecutor:
             raise QueueFull(
                 f"The fleet already holds {admission.count} queued or running jobs "
                 f"(fleet_max_jobs={s.fleet_max_jobs}); nothing was enqueued. Retry later or "
-                "raise the bound.")
+                "raise the bound."
+            )
         return session, await self._wait(session)
 
     # ---- handles --------------------------------------------------------------------
@@ -352,11 +381,14 @@ class FleetExecutor:
         timeout_ms = resolve_timeout(self.config, timeout, record.request.timeout_ms)
         async with record.lock:
             record = self._handles.get(handle)  # it may have ended while we waited
-            return await self._to_holder(record, {
-                "kind": "invoke",
-                "request_json": request_json,
-                "timeout_ms": timeout_ms,
-            })
+            return await self._to_holder(
+                record,
+                {
+                    "kind": "invoke",
+                    "request_json": request_json,
+                    "timeout_ms": timeout_ms,
+                },
+            )
 
     async def release_handle(self, handle: str) -> None:
         """Dispose a retained isolate on its worker (one round trip); later calls raise
@@ -365,8 +397,7 @@ class FleetExecutor:
             raise Disposed("The executor was disposed; its handles are gone.")
         record = self._handles.get(handle)
         try:
-            await self._to_holder(record, {"kind": "release",
-                                           "timeout_ms": record.request.timeout_ms})
+            await self._to_holder(record, {"kind": "release", "timeout_ms": record.request.timeout_ms})
         finally:
             self._handles.mark(record, "released")
 
@@ -378,23 +409,27 @@ class FleetExecutor:
         try:
             alive = await client.exists(key)
         except BROKER_ERRORS as exc:
-            raise broker_unreachable(exc, doing="looking for the handle's worker",
-                                     started=False) from None
+            raise broker_unreachable(exc, doing="looking for the handle's worker", started=False) from None
         if not alive:
             text = worker_gone_text(record.id, record.worker)
             self._handles.mark(record, "lost", text)
             raise HandleLost(text)
         base = record.request
         try:
-            _session, outcome = await self._submit(base, worker_queue(record.worker), {
-                "v": HANDLES_SCHEMA_VERSION,
-                "code": "",
-                "handle": record.id,
-                "providers": base.providers,
-                "network": record.network,
-                "count_host_waits": base.count_host_waits,
-                **fields,
-            }, target=record.worker)
+            _session, outcome = await self._submit(
+                base,
+                worker_queue(record.worker),
+                {
+                    "v": HANDLES_SCHEMA_VERSION,
+                    "code": "",
+                    "handle": record.id,
+                    "providers": base.providers,
+                    "network": record.network,
+                    "count_host_waits": base.count_host_waits,
+                    **fields,
+                },
+                target=record.worker,
+            )
         except HandleExpired as exc:
             self._handles.mark(record, "expired", str(exc))
             raise
@@ -404,10 +439,15 @@ class FleetExecutor:
         except (WorkerCrashed, Disposed) as exc:
             # The worker, or the isolate child holding the handle, died (or the worker shut
             # down) while the invocation ran: the isolate is gone with it.
-            self._handles.mark(record, "lost", (
-                f"Handle {record.id} is lost: the process that held its isolate on worker "
-                f"{record.worker} died during an invocation ({exc.code}); run the program "
-                "again."))
+            self._handles.mark(
+                record,
+                "lost",
+                (
+                    f"Handle {record.id} is lost: the process that held its isolate on worker "
+                    f"{record.worker} died during an invocation ({exc.code}); run the program "
+                    "again."
+                ),
+            )
             raise
         return outcome
 
@@ -423,16 +463,16 @@ class FleetExecutor:
             task.cancel()
             if self._disposed:
                 # A quiet start may not have said Started yet: the claim tells.
-                claimed = await asyncio.shield(
-                    session.abandon("The host's executor was disposed."))
+                claimed = await asyncio.shield(session.abandon("The host's executor was disposed."))
                 if claimed:
                     said = " The program had started."
                 elif claimed is None:
                     said = " The program may have started (Redis did not answer)."
                 else:
                     said = " Nothing ran."
-                raise Disposed("The executor was disposed while this job ran." + said,
-                               started=claimed is not False) from None
+                raise Disposed(
+                    "The executor was disposed while this job ran." + said, started=claimed is not False
+                ) from None
             await asyncio.shield(session.abandon("The caller stopped waiting for this run."))
             raise
         except BaseException:

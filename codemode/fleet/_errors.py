@@ -54,8 +54,7 @@ def is_broker_error(exc: BaseException) -> bool:
 def broker_unreachable(exc: BaseException, *, doing: str, started: bool) -> BrokerUnreachable:
     """The typed fault for a lost Redis while ``doing`` (a phrase like "enqueueing the job")."""
     if started:
-        tail = ("the program may have started, so a retry can repeat tool calls it already "
-                "made.")
+        tail = "the program may have started, so a retry can repeat tool calls it already made."
     else:
         tail = "nothing was enqueued and nothing ran; retry when Redis is back."
     return BrokerUnreachable(

@@ -86,8 +86,9 @@ class HostHandles:
     def __init__(self) -> None:
         self._records: dict[str, HostHandle] = {}
 
-    def add(self, handle: str, *, worker: str, prefix: str, request: ResolvedRequest,
-            network: Network) -> HostHandle:
+    def add(
+        self, handle: str, *, worker: str, prefix: str, request: ResolvedRequest, network: Network
+    ) -> HostHandle:
         record = HostHandle(handle, worker, prefix, request, network)
         self._records[handle] = record
         return record
@@ -97,7 +98,8 @@ class HostHandles:
         if record.state == "expired":
             raise HandleExpired(
                 f"Handle {handle} expired after its idle time-to-live on worker "
-                f"{record.worker} and was released; run the program again to get a new one.")
+                f"{record.worker} and was released; run the program again to get a new one."
+            )
         if record.state == "released":
             raise HandleLost(f"Handle {handle} was released.")
         if record.state == "lost":
@@ -120,9 +122,11 @@ class HostHandles:
 
 
 def worker_gone_text(handle: str | None, worker: str) -> str:
-    return (f"Handle {handle} is lost: worker {worker}, which held its isolate, is gone (its "
-            "liveness key lapsed: it stopped, was killed or lost Redis). Nothing ran; run the "
-            "program again to get a new handle.")
+    return (
+        f"Handle {handle} is lost: worker {worker}, which held its isolate, is gone (its "
+        "liveness key lapsed: it stopped, was killed or lost Redis). Nothing ran; run the "
+        "program again to get a new handle."
+    )
 
 
 # ---- the worker's side -------------------------------------------------------------------
@@ -192,7 +196,8 @@ class WorkerHandles:
         if entry is None or entry.host_id != host_id:
             raise HandleLost(
                 f"Worker {self.worker_id} holds no handle {handle!r} for this host: it was "
-                "released, expired, or the worker restarted. Run the program again.")
+                "released, expired, or the worker restarted. Run the program again."
+            )
         return entry
 
     def drop(self, entry: WorkerHandle) -> None:

@@ -106,8 +106,9 @@ _Settle = Callable[[_Answer], object]
 class JobRunner:
     """Runs jobs in one worker process, on one event loop, with one executor and client."""
 
-    def __init__(self, executor: IsolateExecutor, client: aioredis.Redis,
-                 settings: BrokerSettings, worker_id: str) -> None:
+    def __init__(
+        self, executor: IsolateExecutor, client: aioredis.Redis, settings: BrokerSettings, worker_id: str
+    ) -> None:
         self.executor = executor
         self.client = client
         self.links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
@@ -127,7 +128,6 @@ class JobRunner:
             return f"refused: malformed job ({exc})"
         job = _Job(self, spec)
         return await job.run()
-
 
     # ---- liveness and retained handles -------------------------------------------------
 
@@ -159,10 +159,14 @@ class JobRunner:
                 pipe.exists(host_key(entry.prefix, entry.host_id))
             results = await pipe.execute()
         self._beaten.update(prefixes)
-        for entry, host_alive in zip(entries, results[len(prefixes):], strict=True):
+        for entry, host_alive in zip(entries, results[len(prefixes) :], strict=True):
             if not host_alive and not entry.lock.locked():
-                log.info("worker %s: host %s is gone; releasing its handle %s",
-                         self.worker_id, entry.host_id, entry.id)
+                log.info(
+                    "worker %s: host %s is gone; releasing its handle %s",
+                    self.worker_id,
+                    entry.host_id,
+                    entry.id,
+                )
                 self.handles.drop(entry)
                 with contextlib.suppress(ExecutorError):
                     await self.executor.release_handle(entry.local)
@@ -170,8 +174,7 @@ class JobRunner:
     async def announce(self, prefix: str) -> None:
         """Write the liveness key under ``prefix`` now (a host's first invocation of a new
         handle must find it)."""
-        await self.client.set(worker_key(prefix, self.worker_id), b"1",
-                              px=self.settings.lease_ttl_ms)
+        await self.client.set(worker_key(prefix, self.worker_id), b"1", px=self.settings.lease_ttl_ms)
         self._beaten.add(prefix)
 
     async def forget(self) -> None:
@@ -214,27 +217,35 @@ class _Job(Forwarder):
         started_at = time.monotonic()
         if self.spec.v not in SCHEMA_VERSIONS:
             known = " and ".join(f"v{v}" for v in SCHEMA_VERSIONS)
-            fault = InvalidRequest(f"This worker reads job schema {known}, "
-                                   f"not v{self.spec.v}; nothing ran.")
+            fault = InvalidRequest(f"This worker reads job schema {known}, not v{self.spec.v}; nothing ran.")
             await self._final(Failed(fault.to_data()))
             return f"refused job {self.spec.job_id}: schema v{self.spec.v}"
-        expired = JobExpired("No worker started this job before its start-by time; nothing "
-                             "ran. Retry when the fleet has capacity, or add workers.")
+        expired = JobExpired(
+            "No worker started this job before its start-by time; nothing "
+            "ran. Retry when the fleet has capacity, or add workers."
+        )
         try:
             claim = await self.runner.scripts.claim(
                 [self.keys.claim, self.keys.up, self.keys.lease, self.host_key, self.admission],
-                worker=self.runner.worker_id, start_by_ms=self.spec.start_by_ms,
-                lease_ttl_ms=self.settings.lease_ttl_ms, key_ttl_ms=self.settings.key_ttl_ms,
-                job_id=self.spec.job_id, started=encode(Started(self.runner.worker_id)),
-                expired=encode(Failed(expired.to_data())), announce=self.announced,
+                worker=self.runner.worker_id,
+                start_by_ms=self.spec.start_by_ms,
+                lease_ttl_ms=self.settings.lease_ttl_ms,
+                key_ttl_ms=self.settings.key_ttl_ms,
+                job_id=self.spec.job_id,
+                started=encode(Started(self.runner.worker_id)),
+                expired=encode(Failed(expired.to_data())),
+                announce=self.announced,
             )
         except BROKER_ERRORS as exc:
-            log.warning("job %s: Redis unreachable at claim (%s); not started",
-                        self.spec.job_id, exc)
+            log.warning("job %s: Redis unreachable at claim (%s); not started", self.spec.job_id, exc)
             return f"not started {self.spec.job_id}: Redis unreachable"
         if claim.state == "taken":
-            log.warning("job %s was already claimed by %s; refusing to run it again "
-                        "(a started program never runs twice)", self.spec.job_id, claim.holder)
+            log.warning(
+                "job %s was already claimed by %s; refusing to run it again "
+                "(a started program never runs twice)",
+                self.spec.job_id,
+                claim.holder,
+            )
             return f"refused job {self.spec.job_id}: already claimed by {claim.holder}"
         if claim.state != "started":
             log.info("job %s not started: %s", self.spec.job_id, claim.state)
@@ -257,12 +268,20 @@ class _Job(Forwarder):
                 if self.reader is not None:
                     self.reader.stop(close=True)
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(self._final(Failed(Disposed(
-                        "The worker shut down during this run; the program had started.",
-                        started=True).to_data())))
+                    await asyncio.shield(
+                        self._final(
+                            Failed(
+                                Disposed(
+                                    "The worker shut down during this run; the program had started.",
+                                    started=True,
+                                ).to_data()
+                            )
+                        )
+                    )
                 raise
-            final = Failed(Disposed("The caller cancelled this run; the program had started.",
-                                    started=True).to_data())
+            final = Failed(
+                Disposed("The caller cancelled this run; the program had started.", started=True).to_data()
+            )
         finally:
             self.ended = True
             first_beat.cancel()
@@ -290,10 +309,14 @@ class _Job(Forwarder):
             return Failed(exc.to_data())
         except Exception as exc:  # a bug here must still reach the caller as a fault
             log.exception("job %s: the worker failed while running it", self.spec.job_id)
-            return Failed(WorkerCrashed(
-                f"Worker {self.runner.worker_id} failed while running the program; the "
-                "program had started.", started=True,
-                causes=(f"{type(exc).__name__}: {exc}",)).to_data())
+            return Failed(
+                WorkerCrashed(
+                    f"Worker {self.runner.worker_id} failed while running the program; the "
+                    "program had started.",
+                    started=True,
+                    causes=(f"{type(exc).__name__}: {exc}",),
+                ).to_data()
+            )
         return Finished(outcome)
 
     async def _run_program(self) -> Outcome:
@@ -325,10 +348,10 @@ class _Job(Forwarder):
                 route.job = None
         if outcome.handle is None or route is None:
             return outcome
-        entry = self.runner.handles.add(outcome.handle, host_id=self.spec.host_id,
-                                        prefix=self.spec.key_prefix, route=route)
-        log.info("job %s: retained handle %s for host %s", self.spec.job_id, entry.id,
-                 self.spec.host_id)
+        entry = self.runner.handles.add(
+            outcome.handle, host_id=self.spec.host_id, prefix=self.spec.key_prefix, route=route
+        )
+        log.info("job %s: retained handle %s for host %s", self.spec.job_id, entry.id, self.spec.host_id)
         try:
             await self.runner.announce(self.spec.key_prefix)
         except BROKER_ERRORS as exc:
@@ -345,8 +368,7 @@ class _Job(Forwarder):
             if isinstance(body, str):
                 data["body"] = body.encode("latin-1")
         except (msgspec.DecodeError, ValueError) as exc:  # UnicodeEncodeError is one
-            raise InvalidRequest(f"The invocation's request is malformed ({exc}); nothing "
-                                 "ran.") from None
+            raise InvalidRequest(f"The invocation's request is malformed ({exc}); nothing ran.") from None
         return data
 
     def _held(self) -> WorkerHandle:
@@ -360,7 +382,8 @@ class _Job(Forwarder):
             entry.route.job = self
             try:
                 return await self.runner.executor.invoke_handle(
-                    entry.local, request, timeout=self.spec.timeout_ms)
+                    entry.local, request, timeout=self.spec.timeout_ms
+                )
             except (HandleLost, HandleExpired):
                 self.runner.handles.drop(entry)
                 raise
@@ -388,13 +411,17 @@ class _Job(Forwarder):
                 # MULTI/EXEC pipeline, before the host's outcome goes out.
                 await self.runner.scripts.finish(
                     [self.keys.up, self.keys.down, self.admission, self.keys.lease],
-                    key_ttl_ms=self.settings.key_ttl_ms, job_id=self.spec.job_id,
-                    final=final_msg, close=close_msg)
+                    key_ttl_ms=self.settings.key_ttl_ms,
+                    job_id=self.spec.job_id,
+                    final=final_msg,
+                    close=close_msg,
+                )
                 break
             except BROKER_ERRORS as exc:
                 if attempt == FINAL_PUSH_ATTEMPTS - 1:
-                    log.warning("job %s: could not send its outcome (Redis unreachable: %s)",
-                                self.spec.job_id, exc)
+                    log.warning(
+                        "job %s: could not send its outcome (Redis unreachable: %s)", self.spec.job_id, exc
+                    )
                     break
                 await asyncio.sleep(0.5 * (attempt + 1))
         if reader is not None:
@@ -406,19 +433,25 @@ class _Job(Forwarder):
     async def _heartbeat(self) -> None:
         """Beat now, then every third of the lease TTL, until the job ends."""
         interval = self.settings.lease_ttl_ms / 3000
-        keys = [self.keys.lease, self.host_key, self.keys.up, self.keys.down, self.keys.claim,
-                self.admission]
+        keys = [self.keys.lease, self.host_key, self.keys.up, self.keys.down, self.keys.claim, self.admission]
         while not self.ended:
             try:
                 host_alive = await self.runner.scripts.heartbeat(
-                    keys, worker=self.runner.worker_id, lease_ttl_ms=self.settings.lease_ttl_ms,
-                    key_ttl_ms=self.settings.key_ttl_ms, job_id=self.spec.job_id)
+                    keys,
+                    worker=self.runner.worker_id,
+                    lease_ttl_ms=self.settings.lease_ttl_ms,
+                    key_ttl_ms=self.settings.key_ttl_ms,
+                    job_id=self.spec.job_id,
+                )
             except BROKER_ERRORS as exc:
                 log.warning("job %s: lease refresh failed (%s)", self.spec.job_id, exc)
             else:
                 if not host_alive and not self.host_gone:
-                    log.warning("job %s: host %s stopped its heartbeat; failing its pending "
-                                "calls", self.spec.job_id, self.spec.host_id)
+                    log.warning(
+                        "job %s: host %s stopped its heartbeat; failing its pending calls",
+                        self.spec.job_id,
+                        self.spec.host_id,
+                    )
                     self.host_gone = True
                     self._fail_pending(_texts.host_gone_text())
                     # Nobody waits for this job's slot any more.
@@ -442,8 +475,12 @@ class _Job(Forwarder):
             message: DownMessage = decode_down(raw)
         except msgspec.DecodeError as exc:
             self.dropped += 1
-            log.warning("job %s: dropped a message on its reply channel that is not a "
-                        "reply (%d bytes: %s)", self.spec.job_id, len(raw), exc)
+            log.warning(
+                "job %s: dropped a message on its reply channel that is not a reply (%d bytes: %s)",
+                self.spec.job_id,
+                len(raw),
+                exc,
+            )
             return False
         match message:
             case Close():
@@ -456,8 +493,7 @@ class _Job(Forwarder):
             case ToolReply(call_id=call_id) | FetchReply(call_id=call_id):
                 # (a tool call's answer goes to the child from here)
                 if not self._settle(call_id, message):
-                    log.info("job %s: dropped a stale reply to call %d",
-                             self.spec.job_id, call_id)
+                    log.info("job %s: dropped a stale reply to call %d", self.spec.job_id, call_id)
                     return False
                 return not self.pending
         return False
@@ -478,8 +514,12 @@ class _Job(Forwarder):
 
     async def _send_started(self) -> None:
         try:
-            await push(self.runner.links, self.keys.up, encode(Started(self.runner.worker_id)),
-                       ttl_ms=self.settings.key_ttl_ms)
+            await push(
+                self.runner.links,
+                self.keys.up,
+                encode(Started(self.runner.worker_id)),
+                ttl_ms=self.settings.key_ttl_ms,
+            )
         except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
             log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
 
@@ -495,8 +535,12 @@ class _Job(Forwarder):
     def _reader(self) -> DownReader:
         if self.reader is None:
             self.reader = DownReader(
-                self.runner.links, self.keys.down, park_s=READER_DELAY_S,
-                on_message=self._on_down, on_lost=self._on_down_lost)
+                self.runner.links,
+                self.keys.down,
+                park_s=READER_DELAY_S,
+                on_message=self._on_down,
+                on_lost=self._on_down_lost,
+            )
         return self.reader
 
     def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
@@ -510,8 +554,11 @@ class _Job(Forwarder):
             elif isinstance(reply, str):
                 answer(tool_error(reply))
             else:
-                answer(tool_error(f"The host answered the call to {provider}.{tool} with a "
-                                  "reply of the wrong kind."))
+                answer(
+                    tool_error(
+                        f"The host answered the call to {provider}.{tool} with a reply of the wrong kind."
+                    )
+                )
 
         self._send(lambda call_id: ToolCall(call_id, provider, tool, call.args_json), settle)
 
@@ -556,8 +603,12 @@ class _Job(Forwarder):
         try:
             await push(self.runner.links, self.keys.up, *messages, ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS as exc:
-            log.warning("job %s: could not send a call to its host (%s: %s)",
-                        self.spec.job_id, type(exc).__name__, exc)
+            log.warning(
+                "job %s: could not send a call to its host (%s: %s)",
+                self.spec.job_id,
+                type(exc).__name__,
+                exc,
+            )
             self.broker_lost = True
             self._settle(call_id, BROKER_LOST_TEXT)
         except redis.exceptions.ResponseError as exc:  # refused: this call fails, not Redis
@@ -575,7 +626,8 @@ class _Job(Forwarder):
             return False
         return self._reader().ride(
             packed_push(self.keys.up, messages, self.settings.key_ttl_ms),
-            functools.partial(self._push_failed, call_id))
+            functools.partial(self._push_failed, call_id),
+        )
 
     def _push_failed(self, call_id: int, error: str) -> None:
         self._settle(call_id, f"The worker could not send this call to its host ({error}).")

@@ -41,8 +41,7 @@ class JobKeys:
     @classmethod
     def of(cls, prefix: str, job_id: str) -> JobKeys:
         base = f"{prefix}:job:{{{job_id}}}"
-        return cls(up=f"{base}:up", down=f"{base}:down", claim=f"{base}:claim",
-                   lease=f"{base}:lease")
+        return cls(up=f"{base}:up", down=f"{base}:down", claim=f"{base}:claim", lease=f"{base}:lease")
 
     def all(self) -> tuple[str, str, str, str]:
         return (self.up, self.down, self.claim, self.lease)

@@ -60,8 +60,7 @@ class Link(asyncio.Protocol):
         self._loop = loop
         self._timeout_s = timeout_s
         self._parser = hiredis.Reader()
-        self._waiting: collections.deque[asyncio.Future[Any] | Callable[[Any], object]] = (
-            collections.deque())
+        self._waiting: collections.deque[asyncio.Future[Any] | Callable[[Any], object]] = collections.deque()
         """Who gets each reply, in order: a future, or a sink (a function called with it)."""
         self._transport: asyncio.Transport | None = None
         self._overdue: asyncio.TimerHandle | None = None
@@ -87,8 +86,9 @@ class Link(asyncio.Protocol):
         An error reply comes back as a ``hiredis.ReplyError`` value, not raised."""
         return self.commands((packed,))[0]
 
-    def commands(self, packed: Sequence[bytes],
-                 sinks: Sequence[Callable[[Any], object]] = ()) -> list[asyncio.Future[Any]]:
+    def commands(
+        self, packed: Sequence[bytes], sinks: Sequence[Callable[[Any], object]] = ()
+    ) -> list[asyncio.Future[Any]]:
         """Send several commands in one write (one system call: on the benchmark machine a
         send on a loopback socket costs more than the Python around it); a future for each
         reply. ``sinks``: functions that the replies of the first ``len(sinks)`` commands
@@ -105,8 +105,7 @@ class Link(asyncio.Protocol):
         self._waiting.extend(futures)
         self._transport.write(packed[0] if len(packed) == 1 else b"".join(packed))
         if self._overdue is None:
-            self._overdue = self._loop.call_at(self._progress + self._timeout_s,
-                                               self._check_overdue)
+            self._overdue = self._loop.call_at(self._progress + self._timeout_s, self._check_overdue)
         return futures
 
     def close(self) -> None:
@@ -149,8 +148,11 @@ class Link(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
-        self._fail(redis.exceptions.ConnectionError(
-            f"Connection to Redis lost: {exc}" if exc else "Connection closed by Redis."))
+        self._fail(
+            redis.exceptions.ConnectionError(
+                f"Connection to Redis lost: {exc}" if exc else "Connection closed by Redis."
+            )
+        )
 
     # ---- failure ----------------------------------------------------------------------
 
@@ -167,8 +169,7 @@ class Link(asyncio.Protocol):
             return
         if self._transport is not None:
             self._transport.close()
-        self._fail(redis.exceptions.TimeoutError(
-            f"No reply from Redis within {self._timeout_s:g} s."))
+        self._fail(redis.exceptions.TimeoutError(f"No reply from Redis within {self._timeout_s:g} s."))
 
     def _fail(self, error: redis.exceptions.RedisError) -> None:
         if self._lost is None:

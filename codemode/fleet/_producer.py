@@ -68,8 +68,15 @@ class CeleryMessages:
         producer makes its own."""
         if self._pid != os.getpid():
             probe = self._amqp.as_task_v2(
-                "template", TASK_NAME, args=(), kwargs={}, expires=1.0, ignore_result=True,
-                argsrepr="()", kwargsrepr="{}")
+                "template",
+                TASK_NAME,
+                args=(),
+                kwargs={},
+                expires=1.0,
+                ignore_result=True,
+                argsrepr="()",
+                kwargsrepr="{}",
+            )
             self._headers, self._embed = dict(probe.headers), probe.body[2]
             self._pid = os.getpid()
         return self._headers, self._embed
@@ -92,13 +99,25 @@ class CeleryMessages:
         # msgspec writes the job struct as the JSON object ``job_to_celery`` would give
         # json.dumps, at a fraction of the cost (the message is built before the job can go).
         body = msgspec.json.encode([[], {"job": spec}, embed])
-        return transport_bytes(headers, body, correlation_id=spec.job_id,
-                               reply_to=self._reply_to, queue=queue,
-                               expiration_ms=int(expires_s * 1000))
+        return transport_bytes(
+            headers,
+            body,
+            correlation_id=spec.job_id,
+            reply_to=self._reply_to,
+            queue=queue,
+            expiration_ms=int(expires_s * 1000),
+        )
 
 
-def transport_bytes(headers: dict[str, Any], body: bytes, *, correlation_id: str,
-                    reply_to: str, queue: str, expiration_ms: int | None = None) -> bytes:
+def transport_bytes(
+    headers: dict[str, Any],
+    body: bytes,
+    *,
+    correlation_id: str,
+    reply_to: str,
+    queue: str,
+    expiration_ms: int | None = None,
+) -> bytes:
     """A task message as kombu's Redis transport keeps it in ``queue``: Celery's headers and
     JSON body in the envelope of a publish (``Channel._put``), the body base64-encoded, a
     fresh ``delivery_tag``, ``delivery_info`` of the default exchange."""
@@ -109,12 +128,14 @@ def transport_bytes(headers: dict[str, Any], body: bytes, *, correlation_id: str
     }
     if expiration_ms is not None:
         properties["expiration"] = str(expiration_ms)
-    properties.update({
-        "delivery_info": {"exchange": "", "routing_key": queue},
-        "priority": 0,
-        "body_encoding": "base64",
-        "delivery_tag": str(uuid.uuid4()),
-    })
+    properties.update(
+        {
+            "delivery_info": {"exchange": "", "routing_key": queue},
+            "priority": 0,
+            "body_encoding": "base64",
+            "delivery_tag": str(uuid.uuid4()),
+        }
+    )
     envelope = {
         "body": base64.b64encode(body).decode("ascii"),
         "content-encoding": "utf-8",

@@ -56,9 +56,15 @@ class DownReader:
     the next BLPOP); ``on_lost`` gets the Redis error that ended the reading. Neither may
     raise. Runs on the loop it is made on."""
 
-    def __init__(self, links: Links, key: str, *, park_s: float,
-                 on_message: Callable[[bytes | None], bool],
-                 on_lost: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self,
+        links: Links,
+        key: str,
+        *,
+        park_s: float,
+        on_message: Callable[[bytes | None], bool],
+        on_lost: Callable[[BaseException], None],
+    ) -> None:
         self._links = links
         self._loop = asyncio.get_running_loop()
         self._blpop = pack("BLPOP", key, MAX_BLOCKING_WAIT_S)
@@ -146,8 +152,7 @@ class DownReader:
             return
         self._wait_on(link, (), ())
 
-    def _wait_on(self, link: Link, before: Sequence[bytes],
-                 ahead: Sequence[Callable[[Any], object]]) -> None:
+    def _wait_on(self, link: Link, before: Sequence[bytes], ahead: Sequence[Callable[[Any], object]]) -> None:
         self._state = _State.WAITING
         self._link = link
         try:

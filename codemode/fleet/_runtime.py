@@ -72,21 +72,23 @@ class WorkerRuntime:
             if self._loop is not None:
                 return
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="codemode-worker-loop",
-                                      daemon=True)
+            thread = threading.Thread(target=loop.run_forever, name="codemode-worker-loop", daemon=True)
             thread.start()
             self._loop, self._thread = loop, thread
             asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
-        log.info("codemode worker %s: isolate pool of %d ready", self.worker_id,
-                 self.worker.concurrency)
+        log.info("codemode worker %s: isolate pool of %d ready", self.worker_id, self.worker.concurrency)
 
     async def _setup(self) -> None:
         w = self.worker
         self._executor = IsolateExecutor(
             memory_limit=w.memory_limit_mb,
             max_message_bytes=w.max_message_bytes,
-            pool={"max_workers": w.concurrency + w.max_handles, "max_queue": w.concurrency,
-                  "pin_cpus": w.pin_cpus, "standby": w.standby},
+            pool={
+                "max_workers": w.concurrency + w.max_handles,
+                "max_queue": w.concurrency,
+                "pin_cpus": w.pin_cpus,
+                "standby": w.standby,
+            },
             outbound=None if w.network == "none" else UNSET,
             ceilings=Ceilings(max_timeout_ms=w.max_timeout_ms),
             max_handles=w.max_handles,
@@ -125,8 +127,7 @@ class WorkerRuntime:
             self._closing = True
             running = list(self._jobs)
         if running:
-            log.info("codemode worker %s: letting %d running job(s) end", self.worker_id,
-                     len(running))
+            log.info("codemode worker %s: letting %d running job(s) end", self.worker_id, len(running))
             concurrent.futures.wait(running, self.worker.max_timeout_ms / 1000 + STOP_TIMEOUT_S)
 
     def close(self) -> None:
@@ -160,4 +161,3 @@ class WorkerRuntime:
         if self._runner is not None:
             await self._runner.links.aclose()
             await self._runner.client.aclose()
-

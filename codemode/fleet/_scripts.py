@@ -35,7 +35,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-_ADMIT: Final = _NOW + """
+_ADMIT: Final = (
+    _NOW
+    + """
 -- KEYS: admission, host, queue   ARGV: job_id, limit, hold_ms, host_ttl_ms, message
 -- The host's heartbeat is refreshed with every admission, so a worker never finds the
 -- host of a job it was just handed gone (after a Redis restart, say).
@@ -49,8 +51,11 @@ if redis.call('PTTL', KEYS[1]) < hold then redis.call('PEXPIRE', KEYS[1], hold) 
 redis.call('LPUSH', KEYS[3], ARGV[5])
 return {1, now, n + 1}
 """
+)
 
-_CLAIM: Final = _NOW + """
+_CLAIM: Final = (
+    _NOW
+    + """
 -- KEYS: claim, up, lease, host, admission
 -- ARGV: worker_id, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started_msg, expired_msg,
 --       announce ('1': push started_msg on up; '0': the worker sends it later, if at all)
@@ -81,8 +86,11 @@ end
 redis.call('ZADD', KEYS[5], 'XX', now + key_ttl, ARGV[5])
 return {'started', ''}
 """
+)
 
-_HEARTBEAT: Final = _NOW + """
+_HEARTBEAT: Final = (
+    _NOW
+    + """
 -- KEYS: lease, host, up, down, claim, admission   ARGV: worker_id, lease_ttl, key_ttl, job_id
 local key_ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
@@ -93,6 +101,7 @@ redis.call('ZADD', KEYS[6], 'XX', now + key_ttl, ARGV[4])
 if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key_ttl) end
 return redis.call('EXISTS', KEYS[2])
 """
+)
 
 _FINISH: Final = """
 -- KEYS: up, down, admission, lease   ARGV: key_ttl_ms, job_id, final_msg, close_msg or ''
@@ -108,7 +117,9 @@ redis.call('DEL', KEYS[4])
 return 1
 """
 
-_SETTLE: Final = _NOW + """
+_SETTLE: Final = (
+    _NOW
+    + """
 -- KEYS: claim, admission   ARGV: start_by_ms, job_id, key_ttl_ms, mark, force
 local holder = redis.call('GET', KEYS[1])
 if holder then return {'taken', holder, 0} end
@@ -118,6 +129,7 @@ redis.call('SET', KEYS[1], ARGV[4], 'PX', tonumber(ARGV[3]))
 redis.call('ZREM', KEYS[2], ARGV[2])
 return {'done', '', 0}
 """
+)
 
 
 @dataclass(frozen=True)
@@ -155,42 +167,85 @@ class FleetScripts:
         self._settle = links.script(_SETTLE)
         self._finish = links.script(_FINISH)
 
-    async def admit(self, admission: str, host: str, queue: str, job_id: str, message: bytes, *,
-                    limit: int, hold_ms: int, host_ttl_ms: int) -> Admission:
+    async def admit(
+        self,
+        admission: str,
+        host: str,
+        queue: str,
+        job_id: str,
+        message: bytes,
+        *,
+        limit: int,
+        hold_ms: int,
+        host_ttl_ms: int,
+    ) -> Admission:
         """Take a slot for ``job_id`` and push ``message`` onto the list ``queue``, or refuse
         (nothing pushed) when ``limit`` jobs already hold one."""
-        ok, now, count = await self._admit([admission, host, queue],
-                                           [job_id, limit, hold_ms, host_ttl_ms, message])
+        ok, now, count = await self._admit(
+            [admission, host, queue], [job_id, limit, hold_ms, host_ttl_ms, message]
+        )
         return Admission(bool(ok), int(now), int(count))
 
     async def claim(
-        self, keys: list[str], *, worker: str, start_by_ms: int, lease_ttl_ms: int,
-        key_ttl_ms: int, job_id: str, started: bytes, expired: bytes, announce: bool = True,
+        self,
+        keys: list[str],
+        *,
+        worker: str,
+        start_by_ms: int,
+        lease_ttl_ms: int,
+        key_ttl_ms: int,
+        job_id: str,
+        started: bytes,
+        expired: bytes,
+        announce: bool = True,
     ) -> ClaimResult:
         """``announce``: push ``started`` on up with the claim (else the worker sends it)."""
         state, holder = await self._claim(
             keys,
-            [worker, start_by_ms, lease_ttl_ms, key_ttl_ms, job_id, started, expired,
-             "1" if announce else "0"],
+            [
+                worker,
+                start_by_ms,
+                lease_ttl_ms,
+                key_ttl_ms,
+                job_id,
+                started,
+                expired,
+                "1" if announce else "0",
+            ],
         )
         return ClaimResult(_text(state), _text(holder))
 
     async def heartbeat(
-        self, keys: list[str], *, worker: str, lease_ttl_ms: int, key_ttl_ms: int, job_id: str,
+        self,
+        keys: list[str],
+        *,
+        worker: str,
+        lease_ttl_ms: int,
+        key_ttl_ms: int,
+        job_id: str,
     ) -> bool:
         """Refresh the lease and expiries; True while the host's heartbeat key exists."""
         host_alive = await self._heartbeat(keys, [worker, lease_ttl_ms, key_ttl_ms, job_id])
         return bool(host_alive)
 
-    async def finish(self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes,
-                     close: bytes | None) -> None:
+    async def finish(
+        self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes, close: bytes | None
+    ) -> None:
         """``keys``: up, down, admission, lease. ``close`` goes on down when a reader waits."""
         await self._finish(keys, [key_ttl_ms, job_id, final, close or b""])
 
     async def settle(
-        self, claim: str, admission: str, *, start_by_ms: int, job_id: str, key_ttl_ms: int,
-        mark: str, force: bool,
+        self,
+        claim: str,
+        admission: str,
+        *,
+        start_by_ms: int,
+        job_id: str,
+        key_ttl_ms: int,
+        mark: str,
+        force: bool,
     ) -> SettleResult:
         state, holder, wait_ms = await self._settle(
-            [claim, admission], [start_by_ms, job_id, key_ttl_ms, mark, "1" if force else "0"])
+            [claim, admission], [start_by_ms, job_id, key_ttl_ms, mark, "1" if force else "0"]
+        )
         return SettleResult(_text(state), _text(holder), int(wait_ms))

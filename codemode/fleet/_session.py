@@ -86,8 +86,7 @@ async def run_policy(policy: Any, request: OutboundRequest, max_bytes: int) -> F
         except msgspec.ValidationError:
             response = None
     if not isinstance(response, OutboundResponse):
-        return FetchReply(
-            0, error="The host's outbound policy returned something that is not a response.")
+        return FetchReply(0, error="The host's outbound policy returned something that is not a response.")
     if len(response.body) > max_bytes:
         return FetchReply(0, error=_texts.message_ceiling_text("response body", max_bytes))
     return FetchReply(0, response=response)
@@ -209,13 +208,14 @@ class JobSession:
                 waiting, self._waiting_on = self._waiting_on, None
                 links.give_back(waiting, False)
 
-    def _wait_on(self, link: Link, riders: Sequence[bytes],
-                 future: asyncio.Future[bytes | None]) -> None:
+    def _wait_on(self, link: Link, riders: Sequence[bytes], future: asyncio.Future[bytes | None]) -> None:
         wait = blocking_wait(self._due - time.monotonic())
         self._waiting_on = link
         try:
-            link.commands((*riders, pack("BLPOP", self.keys.up, wait)),
-                          (*[ahead_sink()] * len(riders), functools.partial(self._popped, future)))
+            link.commands(
+                (*riders, pack("BLPOP", self.keys.up, wait)),
+                (*[ahead_sink()] * len(riders), functools.partial(self._popped, future)),
+            )
         except redis.exceptions.RedisError:
             self._waiting_on = None
             self.scripts.links.give_back(link, False)
@@ -293,8 +293,12 @@ class JobSession:
         try:
             message: UpMessage = decode_up(raw)
         except msgspec.DecodeError as exc:
-            log.warning("job %s: dropped a message on its reply channel that is not one "
-                        "(%d bytes: %s)", self.spec.job_id, len(raw), exc)
+            log.warning(
+                "job %s: dropped a message on its reply channel that is not one (%d bytes: %s)",
+                self.spec.job_id,
+                len(raw),
+                exc,
+            )
             return None
         return self._handle(message)
 
@@ -343,9 +347,13 @@ class JobSession:
                 # Only that worker consumes this job's queue, and it is gone.
                 mark, force = "worker-gone", True
             result = await self.scripts.settle(
-                self.keys.claim, admission_key(self.spec.key_prefix),
-                start_by_ms=self.spec.start_by_ms, job_id=self.spec.job_id,
-                key_ttl_ms=self.settings.key_ttl_ms, mark=mark, force=force,
+                self.keys.claim,
+                admission_key(self.spec.key_prefix),
+                start_by_ms=self.spec.start_by_ms,
+                job_id=self.spec.job_id,
+                key_ttl_ms=self.settings.key_ttl_ms,
+                mark=mark,
+                force=force,
             )
         except BROKER_ERRORS as exc:
             raise self._broker_lost(exc, "checking on the job") from None
@@ -368,9 +376,9 @@ class JobSession:
             if result.holder == "host-gone":
                 raise HostGone(
                     "A worker found this host's heartbeat lapsed before it started the job, so "
-                    "it did not start it. Nothing ran; keep the host's event loop responsive.")
-            raise JobExpired(f"This job was marked {result.holder} before it started; "
-                             "nothing ran.")
+                    "it did not start it. Nothing ran; keep the host's event loop responsive."
+                )
+            raise JobExpired(f"This job was marked {result.holder} before it started; nothing ran.")
         # Claimed by a worker: the job runs. Its Started may be in the channel, or not come
         # at all (a quiet start sends none before its first call): from now on, the lease.
         self.started = True
@@ -392,12 +400,10 @@ class JobSession:
 
     async def _reply(self, message: ToolReply | FetchReply) -> None:
         if self._riders is not None:  # the wait loop sends it with its next BLPOP
-            self._riders.extend(packed_push(
-                self.keys.down, (encode(message),), self.settings.key_ttl_ms))
+            self._riders.extend(packed_push(self.keys.down, (encode(message),), self.settings.key_ttl_ms))
             return
         try:
-            await push(self.scripts.links, self.keys.down, encode(message),
-                       ttl_ms=self.settings.key_ttl_ms)
+            await push(self.scripts.links, self.keys.down, encode(message), ttl_ms=self.settings.key_ttl_ms)
         except BROKER_ERRORS:
             log.warning("job %s: could not send a reply (Redis unreachable)", self.spec.job_id)
 
@@ -423,16 +429,24 @@ class JobSession:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2.0):
                 result = await self.scripts.settle(
-                    self.keys.claim, admission_key(self.spec.key_prefix),
-                    start_by_ms=self.spec.start_by_ms, job_id=self.spec.job_id,
-                    key_ttl_ms=self.settings.key_ttl_ms, mark="cancelled", force=True,
+                    self.keys.claim,
+                    admission_key(self.spec.key_prefix),
+                    start_by_ms=self.spec.start_by_ms,
+                    job_id=self.spec.job_id,
+                    key_ttl_ms=self.settings.key_ttl_ms,
+                    mark="cancelled",
+                    force=True,
                 )
                 if result.state != "taken" or result.holder in MARKS:
                     return False
                 self.started = True  # a quiet start may not have said so yet
                 self.worker = self.worker or result.holder
-                await push(self.scripts.links, self.keys.down, encode(Cancel(reason)),
-                           ttl_ms=self.settings.key_ttl_ms)
+                await push(
+                    self.scripts.links,
+                    self.keys.down,
+                    encode(Cancel(reason)),
+                    ttl_ms=self.settings.key_ttl_ms,
+                )
                 return True
         return True if self.started else None
 
@@ -451,4 +465,3 @@ class JobSession:
                     pipe.zrem(admission_key(self.spec.key_prefix), self.spec.job_id)
                     pipe.delete(self.keys.up)
                     await pipe.execute()
-

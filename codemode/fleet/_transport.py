@@ -40,12 +40,12 @@ from kombu.transport import virtual
 __all__ = ["RedisTransport"]
 
 
-RECORD = ("redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) "
-          "redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1")
+RECORD = (
+    "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1"
+)
 """kombu's unacked record of a delivery: its tag in the index (scored by the time), the
 message in the hash."""
-FORGET = ("redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) "
-          "return 1")
+FORGET = "redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1"
 """kombu's ack: the record out of both."""
 
 
@@ -70,8 +70,7 @@ class RedisQoS(kombu_redis.QoS):
         pool = self.channel.pool
         connection = pool.get_connection()
         try:
-            connection.send_command("EVAL", script, 2, self.unacked_index_key,
-                                    self.unacked_key, *args)
+            connection.send_command("EVAL", script, 2, self.unacked_index_key, self.unacked_key, *args)
         except BaseException:
             connection.disconnect()
             pool.release(connection)
@@ -95,8 +94,7 @@ class RedisQoS(kombu_redis.QoS):
         delivery = message.delivery_info
         # The record kombu's restore reads back (``loads``): the message as it came from the
         # queue, written by msgspec (kombu's encoder was ~40,000 instructions of it a job).
-        record = msgspec.json.encode(
-            [message._raw, delivery["exchange"], delivery["routing_key"]])
+        record = msgspec.json.encode([message._raw, delivery["exchange"], delivery["routing_key"]])
         self._unsent.append((time(), delivery_tag, record))
         virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
 
@@ -125,10 +123,10 @@ class RedisChannel(kombu_redis.Channel):
     QoS = RedisQoS
     _shared_client: Any = None
 
-    def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str,
-                      **kwargs: Any) -> Any:
+    def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
         """kombu's, with the delivery's unacked record sent after ``callback`` (Celery's
         hand-off of the message) instead of before it."""
+
         def delivered(message: Any) -> Any:
             try:
                 return callback(message)

@@ -49,8 +49,7 @@ READY_MARK: Final = "codemode-worker ready"
 WORKER_COMMAND: Final = ("python", "-m", "workers")
 """The one command that starts a worker (docker/compose.yaml runs the same)."""
 REDIS_ARGS: Final = ("--save", "", "--appendonly", "no")
-FAST_FAULTS: Final[Mapping[str, object]] = {
-    "lease_ttl_ms": 3_000, "host_ttl_ms": 3_000, "key_ttl_ms": 20_000}
+FAST_FAULTS: Final[Mapping[str, object]] = {"lease_ttl_ms": 3_000, "host_ttl_ms": 3_000, "key_ttl_ms": 20_000}
 """Fleet settings for tests: a dead worker or host is noticed within a few seconds."""
 """A throwaway Redis: nothing is persisted, a restart starts empty."""
 
@@ -63,8 +62,7 @@ def missing_redis_reason() -> str | None:
     """Why fleet tests cannot run here (``None`` when they can). Under ``CI=true`` a test
     suite should fail on this, not skip."""
     if redis_server_path() is None:
-        return ("redis-server is not on PATH; install it (apt-get install redis-server) to "
-                "run the fleet tests")
+        return "redis-server is not on PATH; install it (apt-get install redis-server) to run the fleet tests"
     return None
 
 
@@ -102,7 +100,7 @@ def _group_alive(pgid: int) -> bool:
             stat = (pid_dir / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
@@ -155,7 +153,9 @@ class RedisServer:
         log = (self.log_dir / f"redis-{self.port}.log").open("ab")
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", *REDIS_ARGS],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             preexec_fn=_die_with_parent,
         )
         log.close()
@@ -163,8 +163,10 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"redis-server exited with {self.proc.returncode}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", self.port), timeout=0.5) as sock:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock,
+            ):
                 sock.sendall(b"PING\r\n")
                 if sock.recv(16).startswith(b"+PONG"):
                     return self
@@ -189,8 +191,9 @@ class RedisServer:
     def __enter__(self) -> RedisServer:
         return self.start()
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -215,16 +218,30 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        return [sys.executable, *WORKER_COMMAND[1:], "--loglevel", "INFO",
-                "--hostname", f"{self.name}-{time.monotonic_ns()}@%h"]
+        return [
+            sys.executable,
+            *WORKER_COMMAND[1:],
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"{self.name}-{time.monotonic_ns()}@%h",
+        ]
 
     def start(self, *, wait: bool = True, timeout_s: float = 60.0) -> WorkerProcess:
-        env = {**os.environ, **self.settings.env(), **self.worker.env(), **self.extra_env,
-               "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            **self.settings.env(),
+            **self.worker.env(),
+            **self.extra_env,
+            "PYTHONUNBUFFERED": "1",
+        }
         env.pop("CELERY_RDB_HOST", None)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -276,7 +293,7 @@ class WorkerProcess:
                 stat = (pid_dir / "stat").read_text()
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             if int(fields[2]) == self.proc.pid and fields[0] != "Z":
                 pids.append(int(pid_dir.name))
         return pids
@@ -298,8 +315,9 @@ class WorkerProcess:
     def __enter__(self) -> WorkerProcess:
         return self.start()
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -310,15 +328,15 @@ class SharedFleet:
     _instance: SharedFleet | None = None
     _refs = 0
 
-    def __init__(self, settings: BrokerSettings, redis: RedisServer,
-                 workers: list[WorkerProcess]) -> None:
+    def __init__(self, settings: BrokerSettings, redis: RedisServer, workers: list[WorkerProcess]) -> None:
         self.settings = settings
         self.redis = redis
         self.workers = workers
 
     @classmethod
-    def acquire(cls, *, workers: int = 2, concurrency: int = 2,
-                settings: Mapping[str, object] | None = None) -> SharedFleet:
+    def acquire(
+        cls, *, workers: int = 2, concurrency: int = 2, settings: Mapping[str, object] | None = None
+    ) -> SharedFleet:
         """Start the fleet (first caller) or share it; ``settings`` default to
         :data:`FAST_FAULTS` (short leases, so tests notice deaths in seconds)."""
         settings = FAST_FAULTS if settings is None else settings
@@ -327,9 +345,12 @@ class SharedFleet:
             redis = RedisServer(log_dir=log_dir).start()
             try:
                 broker = BrokerSettings(redis_url=redis.url, **dict(settings))  # type: ignore[arg-type]
-                procs = [WorkerProcess(broker, WorkerSettings(concurrency=concurrency),
-                                       log_dir=log_dir, name=f"shared{i}").start(wait=False)
-                         for i in range(workers)]
+                procs = [
+                    WorkerProcess(
+                        broker, WorkerSettings(concurrency=concurrency), log_dir=log_dir, name=f"shared{i}"
+                    ).start(wait=False)
+                    for i in range(workers)
+                ]
                 cls._instance = cls(broker, redis, procs)
                 for proc in procs:
                     proc.wait_ready()

@@ -45,11 +45,9 @@ def fleet_settings(request: pytest.FixtureRequest) -> Iterator[Any]:
 @pytest.fixture(params=["inprocess", pytest.param("fleet", marks=pytest.mark.fleet)])
 async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     if request.param == "inprocess":
-        ex: Any = IsolateExecutor(timeout=CONTRACT_TIMEOUT_MS,
-                                  pool={"max_workers": 2, "max_queue": 20})
+        ex: Any = IsolateExecutor(timeout=CONTRACT_TIMEOUT_MS, pool={"max_workers": 2, "max_queue": 20})
     else:
         settings = request.getfixturevalue("fleet_settings")
-        ex = FleetExecutor(settings=settings, timeout=CONTRACT_TIMEOUT_MS,
-                           queue_timeout=30_000)
+        ex = FleetExecutor(settings=settings, timeout=CONTRACT_TIMEOUT_MS, queue_timeout=30_000)
     async with ex:
         yield ex

@@ -34,8 +34,8 @@ async def test_result_is_json_data(executor: Any) -> None:
 
 async def test_logs_keep_level_and_text(executor: Any) -> None:
     outcome = await executor.execute(
-        "async () => { console.log('a', 1); console.warn('careful'); console.error('bad');"
-        " return 0 }")
+        "async () => { console.log('a', 1); console.warn('careful'); console.error('bad'); return 0 }"
+    )
     assert [entry.to_dict() for entry in outcome.logs] == [
         {"level": "log", "text": "a 1"},
         {"level": "warn", "text": "careful"},
@@ -45,7 +45,8 @@ async def test_logs_keep_level_and_text(executor: Any) -> None:
 
 async def test_throw_is_an_error_not_an_exception(executor: Any) -> None:
     outcome = await executor.execute(
-        "async () => { console.log('before'); throw new Error('the order was not found') }")
+        "async () => { console.log('before'); throw new Error('the order was not found') }"
+    )
     assert outcome.result is None
     assert outcome.error is not None and "the order was not found" in outcome.error
     assert [e.text for e in outcome.logs] == ["before"]
@@ -66,7 +67,9 @@ async def test_tool_calls_reach_dispatch_and_return(executor: Any) -> None:
     outcome = await executor.execute(
         "async () => { const a = await store.get('o-1'); const b = await store.get('o-2');"
         " return [a, b.total] }",
-        providers=STORE, dispatch=dispatch)
+        providers=STORE,
+        dispatch=dispatch,
+    )
     assert outcome.error is None
     assert outcome.result == [{"id": "o-1", "total": 12.5}, 12.5]
     assert seen == [("store", "get", '["o-1"]'), ("store", "get", '["o-2"]')]
@@ -87,7 +90,9 @@ async def test_promise_all_runs_tool_calls_concurrently(executor: Any) -> None:
 
     outcome = await executor.execute(
         "async () => await Promise.all([store.get(1), store.get(2), store.get(3)])",
-        providers=STORE, dispatch=dispatch)
+        providers=STORE,
+        dispatch=dispatch,
+    )
     assert outcome.error is None
     assert outcome.result == [1, 2, 3]
 
@@ -109,7 +114,10 @@ async def test_a_flood_of_concurrent_calls_is_answered_call_by_call(executor: An
             const answers = await Promise.all([...Array(2000).keys()].map(i => store.get(i)));
             return answers.every((a, i) => a === i * 3) ? answers.length : answers;
         }""",
-        providers=STORE, dispatch=dispatch, timeout=30_000)
+        providers=STORE,
+        dispatch=dispatch,
+        timeout=30_000,
+    )
     assert outcome.error is None, outcome.error
     assert outcome.result == 2000
     assert sorted(seen) == list(range(2000))
@@ -126,15 +134,19 @@ async def test_calls_still_open_at_the_deadline_end_with_the_run(executor: Any) 
 
     outcome = await executor.execute(
         "async () => await Promise.all([...Array(200).keys()].map(i => store.get(i)))",
-        providers=STORE, dispatch=slow, timeout=300)
+        providers=STORE,
+        dispatch=slow,
+        timeout=300,
+    )
     assert outcome.error == timeout_text(300), outcome.error
     release.set()
 
     async def quick(provider: str, tool: str, args_json: str) -> str:
         return tool_result(msgspec.json.decode(args_json)[0] + 1)
 
-    after = await executor.execute("async () => [await store.get(1), await store.get(2)]",
-                                   providers=STORE, dispatch=quick)
+    after = await executor.execute(
+        "async () => [await store.get(1), await store.get(2)]", providers=STORE, dispatch=quick
+    )
     assert after.error is None, after.error
     assert after.result == [2, 3]
 
@@ -150,7 +162,9 @@ async def test_an_undeclared_tool_name_reaches_dispatch(executor: Any) -> None:
 
     outcome = await executor.execute(
         "async () => { try { await store.dropAll() } catch (e) { return e.message } }",
-        providers=STORE, dispatch=dispatch)
+        providers=STORE,
+        dispatch=dispatch,
+    )
     assert seen == [("store", "dropAll")]
     assert outcome.result == "store.dropAll is not a tool this host serves."
 
@@ -161,10 +175,14 @@ async def test_a_dispatch_that_raises_rejects_the_call(executor: Any) -> None:
 
     outcome = await executor.execute(
         "async () => { try { await store.get(1) } catch (e) { return e.message } }",
-        providers=STORE, dispatch=dispatch)
+        providers=STORE,
+        dispatch=dispatch,
+    )
     assert outcome.error is None
-    assert outcome.result == ("The tool store.get failed in the host (RuntimeError). "
-                              "Try another approach, or report that this tool is failing.")
+    assert outcome.result == (
+        "The tool store.get failed in the host (RuntimeError). "
+        "Try another approach, or report that this tool is failing."
+    )
     assert "hunter2" not in outcome.result
 
 
@@ -173,9 +191,10 @@ async def test_an_oversized_tool_reply_rejects_the_call(executor: Any) -> None:
         return tool_result("x" * (2 * 1024 * 1024))
 
     outcome = await executor.execute(
-        "async () => { try { await store.get(1); return 'took it' } catch (e) {"
-        " return e.message } }",
-        providers=STORE, dispatch=dispatch)
+        "async () => { try { await store.get(1); return 'took it' } catch (e) { return e.message } }",
+        providers=STORE,
+        dispatch=dispatch,
+    )
     assert outcome.error is None
     assert outcome.result.startswith("The tool store.get answered with more than the")
 
@@ -187,18 +206,22 @@ async def test_outbound_none_rejects_fetch_with_the_declared_text(executor: Any)
     outcome = await executor.execute(
         "async () => { try { await fetch('https://example.com/'); return 'fetched' }"
         " catch (e) { return e.message } }",
-        outbound=None)
+        outbound=None,
+    )
     assert outcome.result == NETWORK_DISABLED
 
 
-@pytest.mark.parametrize("bad", [
-    {"code": 123},
-    {"code": "   "},
-    {"code": "() => 1", "providers": [{"name": "not an identifier", "tools": []}]},
-    {"code": "() => 1", "providers": STORE},  # tools declared, no dispatch
-    {"code": "() => 1", "timeout": -5},
-    {"code": "() => 1", "outbound": "everything"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"code": 123},
+        {"code": "   "},
+        {"code": "() => 1", "providers": [{"name": "not an identifier", "tools": []}]},
+        {"code": "() => 1", "providers": STORE},  # tools declared, no dispatch
+        {"code": "() => 1", "timeout": -5},
+        {"code": "() => 1", "outbound": "everything"},
+    ],
+)
 async def test_invalid_request_raises_invalid_request(executor: Any, bad: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequest) as info:
         await executor.execute(**bad)
@@ -208,8 +231,7 @@ async def test_invalid_request_raises_invalid_request(executor: Any, bad: dict[s
 
 
 async def test_the_guest_has_no_process(executor: Any) -> None:
-    outcome = await executor.execute(
-        "() => [typeof process === 'undefined', typeof require, typeof Buffer]")
+    outcome = await executor.execute("() => [typeof process === 'undefined', typeof require, typeof Buffer]")
     assert outcome.result == [True, "undefined", "undefined"]
     bare = await executor.execute("() => process.version")
     assert bare.error is not None and "process is not defined" in bare.error
@@ -235,12 +257,20 @@ async def test_an_outbound_policy_decides_every_request_in_the_host(executor: An
         "async () => { const r = await fetch('https://api.example/old');"
         " let refused; try { await fetch('https://evil.example/') } catch (e) {"
         " refused = e.message } return [r.status, await r.text(), r.redirected, refused] }",
-        outbound=policy)
+        outbound=policy,
+    )
     assert outcome.error is None, outcome.error
-    assert outcome.result == [200, "hello from the host", True,
-                              "Requests to evil.example are not allowed for this run."]
-    assert seen == [("GET", "https://api.example/old"), ("GET", "https://api.example/new"),
-                    ("GET", "https://evil.example/")]
+    assert outcome.result == [
+        200,
+        "hello from the host",
+        True,
+        "Requests to evil.example are not allowed for this run.",
+    ]
+    assert seen == [
+        ("GET", "https://api.example/old"),
+        ("GET", "https://api.example/new"),
+        ("GET", "https://evil.example/"),
+    ]
 
 
 async def test_the_basic_handle_flow(executor: Any) -> None:
@@ -259,7 +289,10 @@ async def test_the_basic_handle_flow(executor: Any) -> None:
                                      { status: 201, headers: { 'x-hits': String(hits) } });
             };
         }""",
-        providers=STORE, dispatch=dispatch, retain_handles=True)
+        providers=STORE,
+        dispatch=dispatch,
+        retain_handles=True,
+    )
     assert isinstance(created, Outcome)
     assert created.error is None and created.result is None
     assert isinstance(created.handle, str) and created.handle

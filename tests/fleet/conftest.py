@@ -75,10 +75,17 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
     """Start extra worker processes; every one is stopped (process group and all) at the end."""
     started: list[WorkerProcess] = []
 
-    def start(settings: BrokerSettings, *, concurrency: int = 1, wait: bool = True,
-              env: dict[str, str] | None = None, name: str = "extra") -> WorkerProcess:
-        proc = WorkerProcess(settings, WorkerSettings(concurrency=concurrency), env=env,
-                             log_dir=tmp_path, name=name)
+    def start(
+        settings: BrokerSettings,
+        *,
+        concurrency: int = 1,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+        name: str = "extra",
+    ) -> WorkerProcess:
+        proc = WorkerProcess(
+            settings, WorkerSettings(concurrency=concurrency), env=env, log_dir=tmp_path, name=name
+        )
         started.append(proc)
         return proc.start(wait=wait)
 
@@ -96,4 +103,3 @@ def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
-

@@ -40,7 +40,7 @@ def job_ids(client: redis.Redis, prefix: str, suffix: str = "claim") -> list[str
     ids = []
     for key in client.scan_iter(match=f"{prefix}:job:*:{suffix}"):
         text = key.decode()
-        ids.append(text[text.index("{") + 1:text.index("}")])
+        ids.append(text[text.index("{") + 1 : text.index("}")])
     return ids
 
 

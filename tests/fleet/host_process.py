@@ -8,21 +8,24 @@ import asyncio
 from broker_config import BrokerSettings
 from codemode.fleet import FleetExecutor
 
-PROGRAM = (
-    "async () => { try { await t.slow(); return 'answered' }"
-    " catch (e) { return e.message } }"
-)
+PROGRAM = "async () => { try { await t.slow(); return 'answered' } catch (e) { return e.message } }"
 
 
 async def main() -> None:
     async with FleetExecutor(settings=BrokerSettings.from_env()) as executor:
+
         async def dispatch(provider: str, tool: str, args: str) -> str:
             print("entered", flush=True)
             await asyncio.sleep(3600)
             return "{}"
 
-        await executor.execute(PROGRAM, providers=[{"name": "t", "tools": ["slow"]}],
-                               dispatch=dispatch, count_host_waits=False, timeout=120_000)
+        await executor.execute(
+            PROGRAM,
+            providers=[{"name": "t", "tools": ["slow"]}],
+            dispatch=dispatch,
+            count_host_waits=False,
+            timeout=120_000,
+        )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,13 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 def _run(script: str, *args: str, results: Path) -> str:
     env = {**os.environ, "CODEMODE_BENCH_RESULTS": str(results)}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return done.stdout
 
@@ -50,6 +55,7 @@ def test_fleet_bench_prints_both_fleet_targets(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "fleet.json").read_text())
     assert [t["what"] for t in results["targets"]] == [
         "trivial job, added over in-process",
-        "one tool call, against 2x raw round trip + in-process call"], results["targets"]
+        "one tool call, against 2x raw round trip + in-process call",
+    ], results["targets"]
     assert results["fleet_one_tool_call"]["median_ms"] > 0
     assert results["redis_list_round_trip"]["median_ms"] > 0

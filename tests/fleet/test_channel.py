@@ -55,12 +55,12 @@ async def fleet_connections(client: aioredis.Redis) -> int:
 
 
 async def test_a_thousand_pushes_at_once_share_one_connection_and_keep_their_order(
-        client: aioredis.Redis, scripts: FleetScripts) -> None:
+    client: aioredis.Redis, scripts: FleetScripts
+) -> None:
     k = key()
     await push(scripts.links, k, b"first", ttl_ms=60_000)  # the pushing link exists
     before = await fleet_connections(client)
-    await asyncio.gather(*(push(scripts.links, k, str(i).encode(), ttl_ms=60_000)
-                           for i in range(1000)))
+    await asyncio.gather(*(push(scripts.links, k, str(i).encode(), ttl_ms=60_000) for i in range(1000)))
     assert await fleet_connections(client) == before
     assert await client.lrange(k, 0, -1) == [b"first", *(str(i).encode() for i in range(1000))]
     await client.delete(k)
@@ -79,7 +79,8 @@ async def test_a_pop_waits_for_a_push_and_gives_its_link_back(scripts: FleetScri
 
 
 async def test_a_cancelled_pop_closes_its_link_so_no_later_message_is_swallowed(
-        scripts: FleetScripts) -> None:
+    scripts: FleetScripts,
+) -> None:
     k = key()
     waiting = asyncio.ensure_future(pop(scripts.links, [k], 5.0))
     await asyncio.sleep(0.05)
@@ -92,8 +93,7 @@ async def test_a_cancelled_pop_closes_its_link_so_no_later_message_is_swallowed(
     assert await pop(scripts.links, [k], 1.0) == b"kept"
 
 
-async def test_a_link_idle_past_the_health_check_interval_is_replaced(
-        scripts: FleetScripts) -> None:
+async def test_a_link_idle_past_the_health_check_interval_is_replaced(scripts: FleetScripts) -> None:
     k = key()
     assert await pop(scripts.links, [k], 0.01) is None
     [old] = scripts.links._stock
@@ -103,8 +103,7 @@ async def test_a_link_idle_past_the_health_check_interval_is_replaced(
     assert new is not old and not old.usable
 
 
-async def test_a_script_redis_has_lost_is_sent_whole(
-        client: aioredis.Redis, scripts: FleetScripts) -> None:
+async def test_a_script_redis_has_lost_is_sent_whole(client: aioredis.Redis, scripts: FleetScripts) -> None:
     k = key()
     append = scripts.links.script("return redis.call('RPUSH', KEYS[1], ARGV[1])")
     assert await append([k], [b"one"]) == 1
@@ -115,8 +114,7 @@ async def test_a_script_redis_has_lost_is_sent_whole(
     await client.delete(k)
 
 
-async def test_a_push_re_arms_its_key_s_expiry(client: aioredis.Redis,
-                                               scripts: FleetScripts) -> None:
+async def test_a_push_re_arms_its_key_s_expiry(client: aioredis.Redis, scripts: FleetScripts) -> None:
     k = key()
     await push(scripts.links, k, b"one", b"two", ttl_ms=60_000)
     await client.pexpire(k, 5_000)
@@ -127,7 +125,8 @@ async def test_a_push_re_arms_its_key_s_expiry(client: aioredis.Redis,
 
 
 async def test_a_redis_restart_fails_what_is_in_flight_and_the_next_command_reconnects(
-        private_redis: RedisServer) -> None:
+    private_redis: RedisServer,
+) -> None:
     settings = BrokerSettings(redis_url=private_redis.url)
     client = make_client(settings)
     scripts = FleetScripts(Links(client.connection_pool, timeout_s=settings.socket_timeout_s))
@@ -170,7 +169,8 @@ async def test_a_link_that_keeps_answering_never_times_out(client: aioredis.Redi
 
 
 async def test_an_error_reply_raises_and_a_closed_channel_refuses_new_links(
-        client: aioredis.Redis, scripts: FleetScripts) -> None:
+    client: aioredis.Redis, scripts: FleetScripts
+) -> None:
     k = key()
     await client.set(k, "not a list")
     with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
@@ -184,7 +184,8 @@ async def test_an_error_reply_raises_and_a_closed_channel_refuses_new_links(
 
 
 async def test_pushes_ride_ahead_of_a_pop_in_one_write_and_a_failed_one_is_only_logged(
-        client: aioredis.Redis, scripts: FleetScripts, caplog: pytest.LogCaptureFixture) -> None:
+    client: aioredis.Redis, scripts: FleetScripts, caplog: pytest.LogCaptureFixture
+) -> None:
     k, other = key(), key()
     riders = [*packed_push(other, (b"reply",), 60_000), *packed_push(k, (b"mine",), 60_000)]
     assert await pop(scripts.links, [k], 1.0, before=riders) == b"mine"  # Redis ran them first
@@ -193,8 +194,7 @@ async def test_pushes_ride_ahead_of_a_pop_in_one_write_and_a_failed_one_is_only_
     await client.set(other, "not a list")
     await push(scripts.links, k, b"next", ttl_ms=60_000)
     with caplog.at_level("WARNING", logger="codemode.fleet"):
-        got = await pop(scripts.links, [k], 1.0,
-                        before=packed_push(other, (b"lost",), 60_000))
+        got = await pop(scripts.links, [k], 1.0, before=packed_push(other, (b"lost",), 60_000))
     assert got == b"next"
     assert "sent ahead of a blocking wait failed" in caplog.text and "WRONGTYPE" in caplog.text
     await client.delete(k, other)
@@ -207,8 +207,11 @@ async def test_links_connect_the_way_the_url_says_over_a_unix_socket(tmp_path: P
     if server_path is None:
         pytest.skip("redis-server is not on PATH")
     sock = tmp_path / "redis.sock"
-    server = subprocess.Popen([server_path, "--port", "0", "--unixsocket", str(sock),
-                               *REDIS_ARGS], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [server_path, "--port", "0", "--unixsocket", str(sock), *REDIS_ARGS],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while not sock.exists() and time.monotonic() < deadline:
@@ -258,14 +261,16 @@ async def until(check: Callable[[], object], what: str, timeout_s: float = 5.0) 
 
 
 async def test_a_reader_parks_after_a_reply_and_the_next_push_rides_with_its_blpop(
-        client: aioredis.Redis, scripts: FleetScripts) -> None:
+    client: aioredis.Redis, scripts: FleetScripts
+) -> None:
     """The worker's reader of a down channel (``_reader.py``): a reply, then no BLPOP in
     flight until a push rides with the next one, or until ``park_s`` has passed."""
     down, up = key(), key()
     got: list[bytes | None] = []
     lost: list[BaseException] = []
-    reader = DownReader(scripts.links, down, park_s=0.3,
-                        on_message=lambda raw: got.append(raw) is None, on_lost=lost.append)
+    reader = DownReader(
+        scripts.links, down, park_s=0.3, on_message=lambda raw: got.append(raw) is None, on_lost=lost.append
+    )
     reader.start()
     await until(lambda: reader.in_flight, "the BLPOP (on a link it connects)")
     await client.rpush(down, b"first")
@@ -292,16 +297,16 @@ async def test_a_reader_parks_after_a_reply_and_the_next_push_rides_with_its_blp
     await client.delete(down, up)
 
 
-async def test_a_reader_reports_its_link_lost_and_a_close_drains_it(
-        private_redis: RedisServer) -> None:
+async def test_a_reader_reports_its_link_lost_and_a_close_drains_it(private_redis: RedisServer) -> None:
     settings = BrokerSettings(redis_url=private_redis.url)
     client = make_client(settings)
     links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
     lost: list[BaseException] = []
     got: list[bytes | None] = []
     try:
-        reader = DownReader(links, "down", park_s=0.05, on_message=lambda raw: bool(
-            got.append(raw)), on_lost=lost.append)
+        reader = DownReader(
+            links, "down", park_s=0.05, on_message=lambda raw: bool(got.append(raw)), on_lost=lost.append
+        )
         reader.start()
         await until(lambda: reader.in_flight, "the BLPOP")
         reader.stop()  # the job ended: its Close ends the BLPOP still in flight
@@ -309,8 +314,7 @@ async def test_a_reader_reports_its_link_lost_and_a_close_drains_it(
         await reader.drained(5.0)
         assert got == [b"close"] and not reader.in_flight and lost == []
         assert len(links._stock) == 1  # its link went back, reusable
-        reader = DownReader(links, "down", park_s=0.05, on_message=lambda raw: False,
-                            on_lost=lost.append)
+        reader = DownReader(links, "down", park_s=0.05, on_message=lambda raw: False, on_lost=lost.append)
         reader.start()
         await until(lambda: reader.in_flight, "the second BLPOP")
         await asyncio.to_thread(private_redis.restart)

@@ -58,7 +58,7 @@ def services() -> dict[str, dict[str, object]]:
 def test_worker_command_is_the_tested_command() -> None:
     compose = services()
     assert compose["worker"]["command"] == list(WORKER_COMMAND)
-    cmd = re.search(r'^CMD (\[.*\])$', (DOCKER / "Dockerfile").read_text(), re.M)
+    cmd = re.search(r"^CMD (\[.*\])$", (DOCKER / "Dockerfile").read_text(), re.M)
     assert cmd is not None and json.loads(cmd.group(1)) == list(WORKER_COMMAND)
 
 
@@ -93,14 +93,14 @@ def test_workers_scale_with_compose_scale() -> None:
 
 def test_example_producer_runs_against_a_fleet(fleet: SharedFleet) -> None:
     env = {**os.environ, **fleet.settings.env()}
-    done = subprocess.run([sys.executable, str(DOCKER / "producer.py")], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DOCKER / "producer.py")], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "result: 42.5 error: None" in done.stdout
 
 
-def test_worker_cli_returns_exit_codes_instead_of_raising(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_worker_cli_returns_exit_codes_instead_of_raising(capsys: pytest.CaptureFixture[str]) -> None:
     from workers.cli import celery_argv, main
 
     assert main(["--help"]) == 0

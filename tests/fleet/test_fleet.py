@@ -53,7 +53,8 @@ async def test_round_trip_result_logs_and_tool_calls(executor: FleetExecutor) ->
     outcome = await executor.execute(
         "async () => { let s = 0; for (let i = 0; i < 10; i++) s += await t.echo(i);"
         " console.log('sum', s); return s }",
-        providers=TOOLS, dispatch=dispatch,
+        providers=TOOLS,
+        dispatch=dispatch,
     )
     assert isinstance(outcome, Outcome)
     assert outcome.result == 90 and outcome.error is None
@@ -66,15 +67,18 @@ async def test_many_jobs_from_one_host_share_one_pool(executor: FleetExecutor) -
         await asyncio.sleep(0.01)
         return tool_result(args)
 
-    outcomes = await asyncio.gather(*(
-        executor.execute(f"async () => [{i}, await t.echo({i})]", providers=TOOLS,
-                         dispatch=dispatch)
-        for i in range(24)))
+    outcomes = await asyncio.gather(
+        *(
+            executor.execute(f"async () => [{i}, await t.echo({i})]", providers=TOOLS, dispatch=dispatch)
+            for i in range(24)
+        )
+    )
     assert [o.result for o in outcomes] == [[i, f"[{i}]"] for i in range(24)]
 
 
 async def test_invalid_request_raises_before_anything_is_enqueued(
-        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     async with FleetExecutor(settings=private_queue) as ex:
         with pytest.raises(InvalidRequest):
             await ex.execute(123)
@@ -100,7 +104,8 @@ async def test_broker_unreachable_at_submit_is_retryable_and_quick() -> None:
 
 
 async def test_admission_bound_refuses_at_once_and_enqueues_nothing(
-        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     # Nobody consumes this queue: admitted jobs stay queued and hold their slots.
     async with FleetExecutor(settings=private_queue, max_jobs=2, queue_timeout=60_000) as ex:
         held = [asyncio.ensure_future(ex.execute("() => 1")) for _ in range(2)]
@@ -124,7 +129,8 @@ async def test_admission_bound_refuses_at_once_and_enqueues_nothing(
 
 
 async def test_job_queued_past_its_deadline_expires_and_never_starts(
-        private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: object) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: object
+) -> None:
     async with FleetExecutor(settings=private_queue, queue_timeout=1_000) as ex:
         began = time.monotonic()
         with pytest.raises(JobExpired) as info:
@@ -145,8 +151,8 @@ async def test_job_queued_past_its_deadline_expires_and_never_starts(
 
 
 async def test_reply_channel_drops_garbage_and_stale_replies_and_bounds_size(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object,
-        caplog: pytest.LogCaptureFixture) -> None:
+    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object, caplog: pytest.LogCaptureFixture
+) -> None:
     entered = asyncio.Event()
     release = asyncio.Event()
 
@@ -157,19 +163,23 @@ async def test_reply_channel_drops_garbage_and_stale_replies_and_bounds_size(
 
     prefix = private_prefix.key_prefix
     async with FleetExecutor(settings=private_prefix) as ex:
-        task = asyncio.ensure_future(ex.execute(
-            "async () => { try { return await t.slow() } catch (e) { return 'rejected: ' +"
-            " e.message } }",
-            providers=TOOLS, dispatch=dispatch, count_host_waits=False))
+        task = asyncio.ensure_future(
+            ex.execute(
+                "async () => { try { return await t.slow() } catch (e) { return 'rejected: ' + e.message } }",
+                providers=TOOLS,
+                dispatch=dispatch,
+                count_host_waits=False,
+            )
+        )
         await asyncio.wait_for(entered.wait(), 30)
         (job_id,) = job_ids(redis_sync, prefix, "lease")
         keys = keys_of(prefix, job_id)
         caplog.set_level(logging.WARNING, logger="codemode.fleet")
-        redis_sync.rpush(keys.up, b"\xc1 not a message")          # garbage to the host
-        redis_sync.rpush(keys.down, b"\xc1 not a reply")           # garbage to the worker
+        redis_sync.rpush(keys.up, b"\xc1 not a message")  # garbage to the host
+        redis_sync.rpush(keys.down, b"\xc1 not a reply")  # garbage to the worker
         redis_sync.rpush(keys.down, encode(ToolReply(99, tool_result(1))))  # stale call id
         huge = tool_result("x" * (1024 * 1024 + 10))
-        redis_sync.rpush(keys.down, encode(ToolReply(1, huge)))    # oversized reply
+        redis_sync.rpush(keys.down, encode(ToolReply(1, huge)))  # oversized reply
         outcome = await asyncio.wait_for(task, 30)
         release.set()
         assert outcome.error is None
@@ -202,7 +212,8 @@ async def test_oversized_fetch_body_from_policy_is_refused_in_the_host() -> None
 
 
 async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object) -> None:
+    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object
+) -> None:
     entered = asyncio.Event()
 
     async def dispatch(provider: str, tool: str, args: str) -> str:
@@ -212,9 +223,11 @@ async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
 
     prefix = private_prefix.key_prefix
     async with FleetExecutor(settings=private_prefix) as ex:
-        task = asyncio.ensure_future(ex.execute(
-            "async () => await t.slow()", providers=TOOLS, dispatch=dispatch,
-            count_host_waits=False))
+        task = asyncio.ensure_future(
+            ex.execute(
+                "async () => await t.slow()", providers=TOOLS, dispatch=dispatch, count_host_waits=False
+            )
+        )
         await asyncio.wait_for(entered.wait(), 30)
         (job_id,) = job_ids(redis_sync, prefix, "lease")
         task.cancel()
@@ -227,13 +240,17 @@ async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
     assert f"job {job_id}: cancelled by its host" in logs
 
 
-@pytest.mark.parametrize("code, spins_after_s", [
-    ("async () => { for (;;) {} }", 0.0),
-    ("async () => { for (let i = 0; i < 5; i++) await t.echo(i); for (;;) {} }", 0.5),
-], ids=["makes-no-calls", "has-stopped-calling"])
+@pytest.mark.parametrize(
+    "code, spins_after_s",
+    [
+        ("async () => { for (;;) {} }", 0.0),
+        ("async () => { for (let i = 0; i < 5; i++) await t.echo(i); for (;;) {} }", 0.5),
+    ],
+    ids=["makes-no-calls", "has-stopped-calling"],
+)
 async def test_a_cancel_reaches_a_busy_run(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object, code: str,
-        spins_after_s: float) -> None:
+    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object, code: str, spins_after_s: float
+) -> None:
     """The worker reads the reply channel from a run's first call, or shortly after the run
     starts, and after a reply it waits only a moment for the program's next call (whose
     push rides with its next BLPOP) before reading alone: a busy program that never calls
@@ -244,10 +261,8 @@ async def test_a_cancel_reaches_a_busy_run(
         return tool_result(1)
 
     async with FleetExecutor(settings=private_prefix) as ex:
-        task = asyncio.ensure_future(ex.execute(code, providers=TOOLS, dispatch=dispatch,
-                                                timeout=60_000))
-        [job_id] = await eventually(lambda: job_ids(redis_sync, prefix, "lease"), 30,
-                                    "the run to start")
+        task = asyncio.ensure_future(ex.execute(code, providers=TOOLS, dispatch=dispatch, timeout=60_000))
+        [job_id] = await eventually(lambda: job_ids(redis_sync, prefix, "lease"), 30, "the run to start")
         await asyncio.sleep(spins_after_s)  # its calls answered, the program spins
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -262,7 +277,8 @@ REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", d
 
 
 async def test_every_call_s_dispatch_sees_the_caller_s_context_and_none_leaks_into_the_next(
-        private_prefix: BrokerSettings) -> None:
+    private_prefix: BrokerSettings,
+) -> None:
     """The host serves a started job's calls where their messages are read (``_pop`` in
     ``_session.py``), outside the wait loop's task: each still starts in a copy of the
     caller's context, as in-process calls do."""
@@ -275,20 +291,23 @@ async def test_every_call_s_dispatch_sees_the_caller_s_context_and_none_leaks_in
 
     async with FleetExecutor(settings=private_prefix) as ex:
         # The host's connections are made during this one, in another context.
-        await asyncio.create_task(ex.execute("async () => await t.echo(0)", providers=TOOLS,
-                                             dispatch=dispatch), context=contextvars.Context())
+        await asyncio.create_task(
+            ex.execute("async () => await t.echo(0)", providers=TOOLS, dispatch=dispatch),
+            context=contextvars.Context(),
+        )
         seen.clear()
         REQUEST_ID.set("request-7")
         outcome = await ex.execute(
-            "async () => { let s = 0; for (let i = 0; i < 20; i++) s += await t.echo(i); "
-            "return s }", providers=TOOLS, dispatch=dispatch)
+            "async () => { let s = 0; for (let i = 0; i < 20; i++) s += await t.echo(i); return s }",
+            providers=TOOLS,
+            dispatch=dispatch,
+        )
     assert outcome.error is None and outcome.result == 20
     assert seen == ["request-7"] * 20
     assert REQUEST_ID.get() == "request-7"
 
 
-async def test_every_key_expires(private_prefix: BrokerSettings,
-                                 redis_sync: redis.Redis) -> None:
+async def test_every_key_expires(private_prefix: BrokerSettings, redis_sync: redis.Redis) -> None:
     prefix = private_prefix.key_prefix
 
     async def dispatch(provider: str, tool: str, args: str) -> str:
@@ -306,7 +325,8 @@ async def test_every_key_expires(private_prefix: BrokerSettings,
 
 
 async def test_finished_jobs_leave_no_slot_and_no_channel(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis) -> None:
+    private_prefix: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     """A job the worker finished needs no cleanup from the host: the worker freed its slot,
     and reading its up channel empty deleted the key (the claim key stays, with its TTL:
     it is what refuses a redelivered job)."""
@@ -316,8 +336,10 @@ async def test_finished_jobs_leave_no_slot_and_no_channel(
         return tool_result(1)
 
     async with FleetExecutor(settings=private_prefix) as ex:
-        outcomes = [await ex.execute("async () => await t.echo()", providers=TOOLS,
-                                     dispatch=dispatch) for _ in range(3)]
+        outcomes = [
+            await ex.execute("async () => await t.echo()", providers=TOOLS, dispatch=dispatch)
+            for _ in range(3)
+        ]
         outcomes.append(await ex.execute("async () => { throw new Error('no') }"))
         assert [o.result for o in outcomes] == [1, 1, 1, None] and outcomes[-1].error
         assert redis_sync.zcard(admission_key(prefix)) == 0
@@ -327,7 +349,8 @@ async def test_finished_jobs_leave_no_slot_and_no_channel(
 
 
 async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis) -> None:
+    private_prefix: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     entered = asyncio.Event()
 
     async def dispatch(provider: str, tool: str, args: str) -> str:
@@ -336,9 +359,9 @@ async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
         return tool_result(None)
 
     ex = FleetExecutor(settings=private_prefix)
-    task = asyncio.ensure_future(ex.execute(
-        "async () => await t.slow()", providers=TOOLS, dispatch=dispatch,
-        count_host_waits=False))
+    task = asyncio.ensure_future(
+        ex.execute("async () => await t.slow()", providers=TOOLS, dispatch=dispatch, count_host_waits=False)
+    )
     await asyncio.wait_for(entered.wait(), 30)
     (job_id,) = job_ids(redis_sync, private_prefix.key_prefix, "lease")
     await ex.aclose()
@@ -353,7 +376,8 @@ async def test_closing_the_executor_fails_calls_in_flight_with_disposed(
 
 
 async def test_a_worker_logs_a_job_once_with_its_summary_and_not_its_receipt(
-        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
+) -> None:
     """At INFO a job is one line, its summary, written as it ends: the consumer hands jobs
     to the runtime itself (workers/strategy.py), so Celery's "received" and "succeeded"
     lines are not written."""
@@ -361,8 +385,7 @@ async def test_a_worker_logs_a_job_once_with_its_summary_and_not_its_receipt(
     async with FleetExecutor(settings=private_queue) as ex:
         for _ in range(3):
             assert (await ex.execute("() => 6 * 7")).result == 42
-    await eventually(lambda: worker.log_text().count("finished job") == 3, 10,
-                     "the three summary lines")
+    await eventually(lambda: worker.log_text().count("finished job") == 3, 10, "the three summary lines")
     text = worker.log_text()
     assert "succeeded in" not in text and "] received" not in text
 
@@ -371,8 +394,8 @@ SLOW = "async () => { await new Promise(r => setTimeout(r, 1500)); return 7 }"
 
 
 async def test_a_busy_worker_takes_no_job_past_its_concurrency(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
     """The consumer hands jobs over without Celery's pool (workers/strategy.py): what bounds
     a worker to ``concurrency`` jobs is its channel's prefetch count, and a job's message
     stays unacked until the job ends. A second job waits in the queue, where an idle worker
@@ -382,8 +405,7 @@ async def test_a_busy_worker_takes_no_job_past_its_concurrency(
         slow = asyncio.ensure_future(ex.execute(SLOW))
         await asyncio.sleep(0.5)
         quick = asyncio.ensure_future(ex.execute("() => 1"))
-        await eventually(lambda: redis_sync.llen(private_queue.queue) == 1, 5,
-                         "the second job to be queued")
+        await eventually(lambda: redis_sync.llen(private_queue.queue) == 1, 5, "the second job to be queued")
         for _ in range(5):
             await asyncio.sleep(0.1)
             assert redis_sync.llen(private_queue.queue) == 1 and not quick.done()
@@ -392,14 +414,17 @@ async def test_a_busy_worker_takes_no_job_past_its_concurrency(
 
 @pytest.mark.parametrize("pool", ["threads", "solo"])
 async def test_a_warm_shutdown_lets_the_running_job_end(
-        pool: str, private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    pool: str,
+    private_queue: BrokerSettings,
+    redis_sync: redis.Redis,
+    start_worker: Callable[..., WorkerProcess],
+) -> None:
     """SIGTERM to the worker alone (its isolate children are its own to stop): the job
     running ends with its result, its message is acked, and the worker exits. With either
     Celery pool: jobs never go through it (workers/strategy.py)."""
-    worker = start_worker(private_queue, concurrency=1, name="warm",
-                          env={ENV_WORKER_POOL: pool})
+    worker = start_worker(private_queue, concurrency=1, name="warm", env={ENV_WORKER_POOL: pool})
     async with FleetExecutor(settings=private_queue) as ex:
+
         async def one(provider: str, tool: str, args: str) -> str:
             return tool_result(1)
 
@@ -417,7 +442,8 @@ async def test_a_warm_shutdown_lets_the_running_job_end(
 
 
 async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
-        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
+) -> None:
     allowed = os.sched_getaffinity(0)
     worker = start_worker(private_queue, env={ENV_WORKER_PIN_CPUS: "false"}, name="unpinned")
     async with FleetExecutor(settings=private_queue) as ex:
@@ -430,9 +456,11 @@ async def test_a_worker_with_pin_cpus_off_leaves_its_children_unpinned(
 
 
 async def test_a_worker_keeps_a_standby_child_unless_told_not_to(
-        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
+) -> None:
     """One child per job slot and per retained handle (concurrency 1, max_handles 1 here),
     plus the standby that replaces one that exits; CODEMODE_WORKER_STANDBY=false drops it."""
+
     def standbys(worker: WorkerProcess) -> list[int]:
         found = []
         for pid in worker.children():
@@ -442,25 +470,30 @@ async def test_a_worker_keeps_a_standby_child_unless_told_not_to(
         return found
 
     with_standby = start_worker(private_queue, name="with-standby")
-    without = start_worker(replace(private_queue, queue=private_queue.queue + "-b"),
-                           env={ENV_WORKER_STANDBY: "false"}, name="without-standby")
+    without = start_worker(
+        replace(private_queue, queue=private_queue.queue + "-b"),
+        env={ENV_WORKER_STANDBY: "false"},
+        name="without-standby",
+    )
     await eventually(lambda: len(standbys(with_standby)) == 1, 30, "the standby to start")
     assert len(with_standby.children()) == 3
     await asyncio.sleep(0.5)
     assert standbys(without) == [] and len(without.children()) == 2
 
 
-async def test_a_program_may_start_thousands_of_tool_calls_at_once(
-        executor: FleetExecutor) -> None:
+async def test_a_program_may_start_thousands_of_tool_calls_at_once(executor: FleetExecutor) -> None:
     """Each call is a push on the worker and a reply push on the host: they wait their turn
     for a connection, they never fail for want of one (redis-py's pool refuses a 101st)."""
+
     async def dispatch(provider: str, tool: str, args: str) -> str:
         return tool_result(json.loads(args)[0])
 
     outcome = await executor.execute(
         "async () => (await Promise.all(Array.from({ length: 2000 }, (_, i) => t.echo(i))))"
         ".reduce((a, b) => a + b, 0)",
-        providers=TOOLS, dispatch=dispatch)
+        providers=TOOLS,
+        dispatch=dispatch,
+    )
     assert outcome.error is None, outcome.error
     assert outcome.result == sum(range(2000))
 
@@ -475,15 +508,15 @@ async def test_one_host_keeps_hundreds_of_jobs_in_flight(settings: BrokerSetting
     assert [o.result for o in outcomes] == [1] * 300
     bounded = replace(settings, key_prefix=f"t-{uuid.uuid4().hex[:8]}", fleet_max_jobs=20)
     async with FleetExecutor(settings=bounded, queue_timeout=60_000) as ex:
-        results = await asyncio.gather(*(ex.execute(code) for _ in range(300)),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*(ex.execute(code) for _ in range(300)), return_exceptions=True)
     kinds = {type(r).__name__ for r in results}
     assert kinds <= {"Outcome", "QueueFull"}, kinds
     assert "Outcome" in kinds and "QueueFull" in kinds
 
 
 def test_a_ping_task_is_answered_by_a_worker_with_no_isolate_and_no_job_keys(
-        settings: BrokerSettings, redis_sync: redis.Redis) -> None:
+    settings: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     """codemode.ping: Celery's own round trip through the shared queue (the fleet benchmark
     measures codemode's framing against it). The worker pushes pong onto the named list,
     with an expiry, and writes nothing of a job's."""
@@ -510,8 +543,8 @@ def test_a_ping_task_is_answered_by_a_worker_with_no_isolate_and_no_job_keys(
 
 
 async def test_malformed_execute_messages_are_dropped_and_the_worker_serves_on(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
     """Messages for codemode.execute that no producer of codemode's would send reach the
     consumer's own hand-off (workers/strategy.py): one with no job at all and one whose job
     is not a job are each logged, acked (nothing left in the queue or unacked) and never
@@ -528,13 +561,20 @@ async def test_malformed_execute_messages_are_dropped_and_the_worker_serves_on(
         app.send_task(TASK_NAME, kwargs={"job": {"code": 42}}, queue=private_queue.queue)
     finally:
         app.close()
-    await eventually(lambda: "dropped a malformed codemode.execute message" in worker.log_text()
-                     and "refused a malformed job" in worker.log_text(), 20,
-                     "both messages refused")
+    await eventually(
+        lambda: (
+            "dropped a malformed codemode.execute message" in worker.log_text()
+            and "refused a malformed job" in worker.log_text()
+        ),
+        20,
+        "both messages refused",
+    )
     async with FleetExecutor(settings=private_queue) as ex:
         assert (await ex.execute("() => 6 * 7")).result == 42
     assert redis_sync.llen(private_queue.queue) == 0
     # kombu's unacked records of every queue share one hash: none may be this queue's.
-    await eventually(lambda: not any(private_queue.queue.encode() in record
-                                     for record in redis_sync.hvals("unacked")), 10,
-                     "every message acked")
+    await eventually(
+        lambda: not any(private_queue.queue.encode() in record for record in redis_sync.hvals("unacked")),
+        10,
+        "every message acked",
+    )

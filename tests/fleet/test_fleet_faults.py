@@ -63,8 +63,8 @@ def _running(pid: int) -> bool:
 
 
 async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
     # Short visibility timeout: kombu restores the dead worker's message within seconds,
     # so the test sees the redelivery that late acks make possible, and its refusal.
     settings = replace(private_queue, visibility_timeout_s=3, unacked_restore_interval_s=1)
@@ -80,9 +80,15 @@ async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
         return tool_result(None)
 
     async with FleetExecutor(settings=settings) as ex:
-        task = asyncio.ensure_future(ex.execute(
-            "async () => await t.slow()", providers=TOOLS, dispatch=dispatch,
-            count_host_waits=False, timeout=120_000))
+        task = asyncio.ensure_future(
+            ex.execute(
+                "async () => await t.slow()",
+                providers=TOOLS,
+                dispatch=dispatch,
+                count_host_waits=False,
+                timeout=120_000,
+            )
+        )
         await asyncio.wait_for(entered.wait(), 30)
         children = victim.children()
         assert children, "the worker runs its isolates in children"
@@ -96,8 +102,7 @@ async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
     assert "the program had started" in str(info.value)
     assert noticed < settings.lease_ttl_ms / 1000 + 5, noticed
     # The isolate children died with their worker (parent-death signal).
-    await eventually(lambda: not any(_running(pid) for pid in children), 15,
-                     "the isolate children to exit")
+    await eventually(lambda: not any(_running(pid) for pid in children), 15, "the isolate children to exit")
     # Late acks: the message is restored to the queue and delivered again. The claim
     # refuses it: the program does not run a second time.
     rescuer = start_worker(settings, name="rescuer")
@@ -108,16 +113,16 @@ async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
 
 
 async def test_a_quiet_start_killed_before_any_message_is_worker_crashed(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
     """A job that makes no call sends its Started STARTED_DELAY_S into the run (none with
     the claim): its worker's death mid-run is still a started job's crash."""
     victim = start_worker(private_queue, name="quiet-victim")
     async with FleetExecutor(settings=private_queue) as ex:
-        task = asyncio.ensure_future(ex.execute(
-            "async () => { await new Promise((r) => setTimeout(r, 60_000)); }", timeout=120_000))
-        await eventually(lambda: job_ids(redis_sync, private_queue.key_prefix, "lease"), 30,
-                         "the claim")
+        task = asyncio.ensure_future(
+            ex.execute("async () => { await new Promise((r) => setTimeout(r, 60_000)); }", timeout=120_000)
+        )
+        await eventually(lambda: job_ids(redis_sync, private_queue.key_prefix, "lease"), 30, "the claim")
         await asyncio.sleep(0.3)  # past STARTED_DELAY_S: the worker has said Started
         victim.kill()
         killed_at = time.monotonic()
@@ -128,24 +133,34 @@ async def test_a_quiet_start_killed_before_any_message_is_worker_crashed(
     assert noticed < private_queue.lease_ttl_ms / 1000 + 5, noticed
 
 
-async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_id: str,
-                        worker: str) -> None:
+async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_id: str, worker: str) -> None:
     """Play a worker with the fleet's own scripts: take the host's one admitted job with a
     quiet claim (claim and lease written, no Started), and then do nothing more."""
     admitted = await eventually(
-        lambda: redis_sync.zrange(admission_key(settings.key_prefix), 0, -1), 10, "the admission")
+        lambda: redis_sync.zrange(admission_key(settings.key_prefix), 0, -1), 10, "the admission"
+    )
     job_id = admitted[0].decode()
     keys = keys_of(settings.key_prefix, job_id)
     client = make_client(settings)
     links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
     try:
         claim = await FleetScripts(links).claim(
-            [keys.claim, keys.up, keys.lease, host_key(settings.key_prefix, host_id),
-             admission_key(settings.key_prefix)],
-            worker=worker, start_by_ms=int(time.time() * 1000) + 60_000,
-            lease_ttl_ms=settings.lease_ttl_ms, key_ttl_ms=settings.key_ttl_ms, job_id=job_id,
-            started=encode(Started(worker)), expired=encode(Failed(JobExpired("late").to_data())),
-            announce=False)
+            [
+                keys.claim,
+                keys.up,
+                keys.lease,
+                host_key(settings.key_prefix, host_id),
+                admission_key(settings.key_prefix),
+            ],
+            worker=worker,
+            start_by_ms=int(time.time() * 1000) + 60_000,
+            lease_ttl_ms=settings.lease_ttl_ms,
+            key_ttl_ms=settings.key_ttl_ms,
+            job_id=job_id,
+            started=encode(Started(worker)),
+            expired=encode(Failed(JobExpired("late").to_data())),
+            announce=False,
+        )
     finally:
         await links.aclose()
         await client.aclose()
@@ -154,7 +169,8 @@ async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_
 
 
 async def test_the_host_finds_a_claimed_job_whose_started_never_comes(
-        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     """A quiet claim, then nothing (its worker died before its first message): the host's
     check finds the claim, follows the lease from then on, and reports the started job's
     crash when the lease lapses."""
@@ -171,7 +187,8 @@ async def test_the_host_finds_a_claimed_job_whose_started_never_comes(
 
 
 async def test_disposing_during_a_quiet_start_says_the_program_started(
-        private_queue: BrokerSettings, redis_sync: redis.Redis) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis
+) -> None:
     """Disposed before the job's Started came (a quiet start says it late): the claim, not
     the Started message, decides what the fault says."""
     ex = FleetExecutor(settings=private_queue)
@@ -185,7 +202,8 @@ async def test_disposing_during_a_quiet_start_says_the_program_started(
 
 
 async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(
-        private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]
+) -> None:
     settings = BrokerSettings(redis_url=private_redis.url, **FAST_FAULTS)  # type: ignore[arg-type]
     worker = start_worker(settings, name="survivor")
     entered = asyncio.Event()
@@ -197,9 +215,15 @@ async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(
 
     async with FleetExecutor(settings=settings, queue_timeout=5_000) as ex:
         assert (await ex.execute("() => 'before'")).result == "before"
-        task = asyncio.ensure_future(ex.execute(
-            "async () => { try { return await t.slow() } catch (e) { return e.message } }",
-            providers=TOOLS, dispatch=dispatch, count_host_waits=False, timeout=120_000))
+        task = asyncio.ensure_future(
+            ex.execute(
+                "async () => { try { return await t.slow() } catch (e) { return e.message } }",
+                providers=TOOLS,
+                dispatch=dispatch,
+                count_host_waits=False,
+                timeout=120_000,
+            )
+        )
         await asyncio.wait_for(entered.wait(), 30)
         private_redis.restart()
         with pytest.raises(BrokerUnreachable) as info:
@@ -226,7 +250,8 @@ async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(
 
 
 async def test_a_push_redis_refuses_rejects_that_call_with_redis_error_and_the_run_goes_on(
-        private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]
+) -> None:
     """The worker's push rides ahead of its BLPOP (``_reader.py``); a refusal comes back
     as that command's reply, and must fail the call at once, not leave it waiting for a
     reply the host never had a call for. The worker connects as a Redis user of its own,
@@ -235,8 +260,7 @@ async def test_a_push_redis_refuses_rejects_that_call_with_redis_error_and_the_r
     admin = redis.Redis.from_url(private_redis.url)
     admin.execute_command("ACL", "SETUSER", "worker", "on", ">pw", "~*", "&*", "+@all")
     host_settings = BrokerSettings(redis_url=private_redis.url)
-    start_worker(replace(host_settings,
-                         redis_url=f"redis://worker:pw@127.0.0.1:{private_redis.port}/0"))
+    start_worker(replace(host_settings, redis_url=f"redis://worker:pw@127.0.0.1:{private_redis.port}/0"))
     restored = threading.Event()
 
     def restore() -> None:
@@ -264,8 +288,11 @@ async def test_a_push_redis_refuses_rejects_that_call_with_redis_error_and_the_r
     try:
         async with FleetExecutor(settings=host_settings, queue_timeout=30_000) as ex:
             outcome = await ex.execute(
-                code, providers=[{"name": "t", "tools": ["revoke", "refused", "restored"]}],
-                dispatch=dispatch, timeout=20_000)
+                code,
+                providers=[{"name": "t", "tools": ["revoke", "refused", "restored"]}],
+                dispatch=dispatch,
+                timeout=20_000,
+            )
     finally:
         restored.wait(5)
         admin.close()
@@ -276,12 +303,17 @@ async def test_a_push_redis_refuses_rejects_that_call_with_redis_error_and_the_r
 
 
 async def test_host_killed_mid_job_frees_the_worker_and_the_slot(
-        private_prefix: BrokerSettings, redis_sync: redis.Redis, tmp_path: Path) -> None:
+    private_prefix: BrokerSettings, redis_sync: redis.Redis, tmp_path: Path
+) -> None:
     settings = private_prefix
     env = {**os.environ, **settings.env(), "PYTHONUNBUFFERED": "1"}
-    host = subprocess.Popen([sys.executable, str(HERE / "host_process.py")], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    host = subprocess.Popen(
+        [sys.executable, str(HERE / "host_process.py")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         assert host.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(host.stdout.readline), 60)

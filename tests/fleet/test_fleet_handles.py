@@ -74,14 +74,23 @@ async def test_state_survives_and_tools_work_inside_invocations(executor: FleetE
         for n in (1, 2, 3):
             out = await executor.invoke_handle(
                 created.handle,
-                {"method": "post", "url": f"https://svc.test/p{n}", "headers": {"x-test": "yes"},
-                 "body": f"payload {n}"})
+                {
+                    "method": "post",
+                    "url": f"https://svc.test/p{n}",
+                    "headers": {"x-test": "yes"},
+                    "body": f"payload {n}",
+                },
+            )
             assert out.error is None and out.handle is None
             assert out.result["status"] == 201
             assert ["x-count", str(n)] in out.result["headers"]
             assert json.loads(out.result["body"]) == {
-                "count": n, "times": {"n": n * 10, "path": f"/p{n}"}, "path": f"/p{n}",
-                "body": f"payload {n}", "header": "yes"}
+                "count": n,
+                "times": {"n": n * 10, "path": f"/p{n}"},
+                "path": f"/p{n}",
+                "body": f"payload {n}",
+                "header": "yes",
+            }
             assert [e.text for e in out.logs] == [f"hit {n} /p{n}"]
         # Ordinary jobs keep running on the fleet meanwhile.
         others = await asyncio.gather(*(executor.execute(f"() => {i}") for i in range(6)))
@@ -95,18 +104,21 @@ async def test_state_survives_and_tools_work_inside_invocations(executor: FleetE
         await executor.release_handle(created.handle)
 
 
-async def test_the_outbound_policy_decides_fetches_inside_invocations(
-        executor: FleetExecutor) -> None:
+async def test_the_outbound_policy_decides_fetches_inside_invocations(executor: FleetExecutor) -> None:
     seen: list[str] = []
 
     async def policy(request: OutboundRequest) -> OutboundResponse:
         seen.append(request.url)
         return OutboundResponse(200, [("content-type", "text/plain")], b"from the host")
 
-    handle = (await executor.execute(
-        "async () => async (req) => new Response(await (await fetch('https://api.example/'"
-        " + new URL(req.url).pathname.slice(1))).text())",
-        outbound=policy, retain_handles=True)).handle
+    handle = (
+        await executor.execute(
+            "async () => async (req) => new Response(await (await fetch('https://api.example/'"
+            " + new URL(req.url).pathname.slice(1))).text())",
+            outbound=policy,
+            retain_handles=True,
+        )
+    ).handle
     assert handle is not None
     try:
         for name in ("a", "b"):
@@ -118,15 +130,13 @@ async def test_the_outbound_policy_decides_fetches_inside_invocations(
 
 
 async def test_twenty_invocations_some_concurrent(executor: FleetExecutor) -> None:
-    handle = (await executor.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                     retain_handles=True)).handle
+    handle = (await executor.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
     assert handle is not None
     try:
         results = []
         for batch in range(4):
             outs = await asyncio.gather(
-                *(executor.invoke_handle(handle, {"url": f"https://svc.test/{batch}-{i}"})
-                  for i in range(5)),
+                *(executor.invoke_handle(handle, {"url": f"https://svc.test/{batch}-{i}"}) for i in range(5)),
                 executor.execute("async () => 'a job between'"),
             )
             assert outs[-1].result == "a job between"
@@ -136,14 +146,14 @@ async def test_twenty_invocations_some_concurrent(executor: FleetExecutor) -> No
         # call came back on its own reply channel (the path it echoes is its own).
         assert [b["count"] for b in bodies] == list(range(1, 21))
         assert [b["times"] for b in bodies] == [
-            {"n": 10 * (k + 1), "path": f"/{k // 5}-{k % 5}"} for k in range(20)]
+            {"n": 10 * (k + 1), "path": f"/{k // 5}-{k % 5}"} for k in range(20)
+        ]
     finally:
         await executor.release_handle(handle)
 
 
 async def test_release_then_handle_lost(executor: FleetExecutor) -> None:
-    handle = (await executor.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                     retain_handles=True)).handle
+    handle = (await executor.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
     assert handle is not None
     await executor.release_handle(handle)
     began = time.monotonic()
@@ -163,9 +173,9 @@ async def test_release_then_handle_lost(executor: FleetExecutor) -> None:
 
 
 async def test_a_handle_belongs_to_the_executor_that_made_it(
-        executor: FleetExecutor, settings: BrokerSettings) -> None:
-    handle = (await executor.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                     retain_handles=True)).handle
+    executor: FleetExecutor, settings: BrokerSettings
+) -> None:
+    handle = (await executor.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
     assert handle is not None
     try:
         async with FleetExecutor(settings=settings) as other:
@@ -177,12 +187,14 @@ async def test_a_handle_belongs_to_the_executor_that_made_it(
         await executor.release_handle(handle)
 
 
-async def test_an_invocation_timeout_loses_the_handle_like_in_process(
-        executor: FleetExecutor) -> None:
-    handle = (await executor.execute(
-        "async () => async (req) => { if (req.url.endsWith('/spin')) { await null; while (true) {} }"
-        " return new Response('ok') }",
-        retain_handles=True)).handle
+async def test_an_invocation_timeout_loses_the_handle_like_in_process(executor: FleetExecutor) -> None:
+    handle = (
+        await executor.execute(
+            "async () => async (req) => { if (req.url.endsWith('/spin')) { await null; while (true) {} }"
+            " return new Response('ok') }",
+            retain_handles=True,
+        )
+    ).handle
     assert handle is not None
     assert (await executor.invoke_handle(handle, {"url": "https://a.test/"})).result["body"] == "ok"
     out = await executor.invoke_handle(handle, {"url": "https://a.test/spin"}, timeout=300)
@@ -192,15 +204,13 @@ async def test_an_invocation_timeout_loses_the_handle_like_in_process(
 
 
 async def test_worker_killed_loses_its_handles_without_a_hang(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
     settings = private_queue
     victim = start_worker(settings, name="holder", env={ENV_WORKER_MAX_HANDLES: "2"})
     async with FleetExecutor(settings=settings) as ex:
-        first = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                  retain_handles=True)).handle
-        second = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                   retain_handles=True)).handle
+        first = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
+        second = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert first is not None and second is not None
         worker = worker_id_of(first)
         assert worker.endswith(f":{victim.pid}") and worker_id_of(second) == worker
@@ -228,13 +238,12 @@ async def test_worker_killed_loses_its_handles_without_a_hang(
 
 
 async def test_a_worker_stopped_warmly_takes_its_handles_with_it(
-        private_queue: BrokerSettings, redis_sync: redis.Redis,
-        start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
     settings = private_queue
     worker = start_worker(settings, name="leaving")
     async with FleetExecutor(settings=settings) as ex:
-        handle = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                   retain_handles=True)).handle
+        handle = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert handle is not None
         worker.stop()  # SIGTERM: warm shutdown deletes the liveness keys on its way out
         assert not redis_sync.exists(worker_key(settings.key_prefix, worker_id_of(handle)))
@@ -245,7 +254,8 @@ async def test_a_worker_stopped_warmly_takes_its_handles_with_it(
 
 
 async def test_worker_killed_during_an_invocation_is_worker_crashed(
-        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
+) -> None:
     settings = private_queue
     victim = start_worker(settings, name="holder")
     entered = asyncio.Event()
@@ -257,10 +267,16 @@ async def test_worker_killed_during_an_invocation_is_worker_crashed(
         return tool_result(1)
 
     async with FleetExecutor(settings=settings) as ex:
-        handle = (await ex.execute(
-            "async () => async (req) => new Response(String(await t.slow()))",
-            providers=TOOLS, dispatch=dispatch, count_host_waits=False, timeout=120_000,
-            retain_handles=True)).handle
+        handle = (
+            await ex.execute(
+                "async () => async (req) => new Response(String(await t.slow()))",
+                providers=TOOLS,
+                dispatch=dispatch,
+                count_host_waits=False,
+                timeout=120_000,
+                retain_handles=True,
+            )
+        ).handle
         assert handle is not None
         task = asyncio.ensure_future(ex.invoke_handle(handle, {"url": "https://svc.test/"}))
         await asyncio.wait_for(entered.wait(), 30)
@@ -276,12 +292,12 @@ async def test_worker_killed_during_an_invocation_is_worker_crashed(
 
 
 async def test_idle_handles_expire_on_their_worker(
-        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
+) -> None:
     settings = private_queue
     start_worker(settings, name="short-ttl", env={ENV_HANDLE_IDLE_TTL_S: "1.0"})
     async with FleetExecutor(settings=settings) as ex:
-        handle = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                   retain_handles=True)).handle
+        handle = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert handle is not None
         assert (await ex.invoke_handle(handle, {"url": "https://svc.test/"})).error is None
         await asyncio.sleep(2.0)
@@ -295,8 +311,7 @@ async def test_idle_handles_expire_on_their_worker(
             await ex.release_handle(handle)
         assert time.monotonic() - began < 1.0
         # The expired isolate's child went back: the worker (max_handles=1) retains anew.
-        fresh = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                  retain_handles=True)).handle
+        fresh = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert fresh is not None
         out = await ex.invoke_handle(fresh, {"url": "https://svc.test/"})
         assert json.loads(out.result["body"])["count"] == 1
@@ -304,25 +319,23 @@ async def test_idle_handles_expire_on_their_worker(
 
 
 async def test_the_worker_cap_and_a_closed_host_releasing_its_handles(
-        private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]) -> None:
+    private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
+) -> None:
     settings = private_queue
     worker = start_worker(settings, name="one-handle")  # max_handles=1 (the default)
     async with FleetExecutor(settings=settings) as first:
-        held = (await first.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                    retain_handles=True)).handle
+        held = (await first.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert held is not None
         async with FleetExecutor(settings=settings) as second:
             with pytest.raises(QueueFull) as info:
-                await second.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                     retain_handles=True)
+                await second.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)
             assert info.value.started is False and "max_handles=1" in str(info.value)
             assert (await second.execute("() => 'jobs still run'")).result == "jobs still run"
     # The first host closed its executor: the worker saw its heartbeat key go and released
     # the handle, so a new host can retain one.
     assert worker.wait_for_log("is gone; releasing its handle", 15), worker.log_text()[-2000:]
     async with FleetExecutor(settings=settings) as third:
-        handle = (await third.execute(COUNTER, providers=TOOLS, dispatch=times,
-                                      retain_handles=True)).handle
+        handle = (await third.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert handle is not None
         await third.release_handle(handle)
 
@@ -368,13 +381,32 @@ async def test_handle_jobs_travel_as_plain_json_with_their_own_schema_version() 
         job_to_celery,
     )
 
-    spec = JobSpec(v=HANDLES_SCHEMA_VERSION, job_id="j", host_id="h", key_prefix="p", code="",
-                   timeout_ms=300, count_host_waits=True, start_by_ms=1, kind="invoke",
-                   handle="w:1:7:ab", request_json=plain_request(
-                       {"method": "PUT", "url": "https://a/", "body": bytes(range(256))}))
+    spec = JobSpec(
+        v=HANDLES_SCHEMA_VERSION,
+        job_id="j",
+        host_id="h",
+        key_prefix="p",
+        code="",
+        timeout_ms=300,
+        count_host_waits=True,
+        start_by_ms=1,
+        kind="invoke",
+        handle="w:1:7:ab",
+        request_json=plain_request({"method": "PUT", "url": "https://a/", "body": bytes(range(256))}),
+    )
     data = msgspec.json.decode(msgspec.json.encode(job_to_celery(spec)))
     assert job_from_celery(data) == spec
     assert SCHEMA_VERSIONS == (1, 2)
     # A plain job is still v1: workers from before handles keep reading it.
-    assert JobSpec(job_id="j", host_id="h", key_prefix="p", code="() => 1", timeout_ms=1,
-                   count_host_waits=True, start_by_ms=1).v == 1
+    assert (
+        JobSpec(
+            job_id="j",
+            host_id="h",
+            key_prefix="p",
+            code="() => 1",
+            timeout_ms=1,
+            count_host_waits=True,
+            start_by_ms=1,
+        ).v
+        == 1
+    )

@@ -27,9 +27,15 @@ VOLATILE_PROPERTIES = {"delivery_tag", "reply_to"}
 
 
 def _spec() -> JobSpec:
-    return JobSpec(job_id="f" * 32, host_id="h" * 32, key_prefix="codemode", timeout_ms=500,
-                   code="async () => { const s = '\u00e9\u2603 \"quoted\"'; return s }",
-                   count_host_waits=False, start_by_ms=1_234_567)
+    return JobSpec(
+        job_id="f" * 32,
+        host_id="h" * 32,
+        key_prefix="codemode",
+        timeout_ms=500,
+        code="async () => { const s = '\u00e9\u2603 \"quoted\"'; return s }",
+        count_host_waits=False,
+        start_by_ms=1_234_567,
+    )
 
 
 def _decoded(raw: bytes) -> dict[str, Any]:
@@ -39,8 +45,7 @@ def _decoded(raw: bytes) -> dict[str, Any]:
     return message
 
 
-def test_the_message_is_the_one_send_task_writes(settings: BrokerSettings,
-                                                  redis_sync: redis.Redis) -> None:
+def test_the_message_is_the_one_send_task_writes(settings: BrokerSettings, redis_sync: redis.Redis) -> None:
     from celery import Celery
 
     ours_queue, theirs_queue = f"{settings.key_prefix}-ours", f"{settings.key_prefix}-theirs"
@@ -48,13 +53,21 @@ def test_the_message_is_the_one_send_task_writes(settings: BrokerSettings,
     app = Celery("reference-producer", set_as_current=False)
     app.conf.update(settings.celery_config())
     try:
-        app.send_task(TASK_NAME, kwargs={"job": job_to_celery(spec)}, task_id=spec.job_id,
-                      queue=theirs_queue, expires=3.0, ignore_result=True, argsrepr="()",
-                      kwargsrepr=f"{{'job': {spec.job_id!r}}}")
+        app.send_task(
+            TASK_NAME,
+            kwargs={"job": job_to_celery(spec)},
+            task_id=spec.job_id,
+            queue=theirs_queue,
+            expires=3.0,
+            ignore_result=True,
+            argsrepr="()",
+            kwargsrepr=f"{{'job': {spec.job_id!r}}}",
+        )
     finally:
         app.close()
-    redis_sync.lpush(queue_key(ours_queue),
-                     CeleryMessages(settings).build(spec, queue=ours_queue, expires_s=3.0))
+    redis_sync.lpush(
+        queue_key(ours_queue), CeleryMessages(settings).build(spec, queue=ours_queue, expires_s=3.0)
+    )
     try:
         theirs = _decoded(redis_sync.lpop(theirs_queue))
         ours = _decoded(redis_sync.lpop(ours_queue))
@@ -63,7 +76,8 @@ def test_the_message_is_the_one_send_task_writes(settings: BrokerSettings,
     assert job_from_celery(ours["body"][1]["job"]) == spec
     assert ours["body"] == theirs["body"]
     assert {k: v for k, v in ours.items() if k not in ("headers", "properties")} == {
-        k: v for k, v in theirs.items() if k not in ("headers", "properties")}
+        k: v for k, v in theirs.items() if k not in ("headers", "properties")
+    }
     for field in VOLATILE_HEADERS:
         assert ours["headers"].pop(field) >= theirs["headers"].pop(field)
     assert ours["headers"] == theirs["headers"]

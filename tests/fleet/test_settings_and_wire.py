@@ -64,8 +64,7 @@ def test_celery_settings_chosen_for_this_workload() -> None:
     assert conf["task_ignore_result"] is True
 
 
-def test_publishes_share_one_redis_client_and_survive_a_restart(
-        private_redis: RedisServer) -> None:
+def test_publishes_share_one_redis_client_and_survive_a_restart(private_redis: RedisServer) -> None:
     """kombu's channel built a new redis.Redis per command (~0.35 ms each); ours keeps one
     per connection pool, and a restarted Redis still gets every message."""
     from celery import Celery
@@ -90,8 +89,7 @@ def test_publishes_share_one_redis_client_and_survive_a_restart(
         raw.close()
 
 
-def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(
-        private_redis: RedisServer) -> None:
+def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(private_redis: RedisServer) -> None:
     """Through our channel (one client per pool), kombu still records each unacked
     delivery (for its redelivery if the worker dies: late acks), and removes the record on
     ack and reject. (test_fleet_faults restores such a record after killing a worker.)"""
@@ -109,8 +107,7 @@ def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(
             first = simple.get(timeout=5)
             assert raw.hlen("unacked") == 1 and raw.zcard("unacked_index") == 1
             message, _exchange, routing_key = json.loads(raw.hget("unacked", first.delivery_tag))
-            assert routing_key == queue and message["properties"]["delivery_tag"] == (
-                first.delivery_tag)
+            assert routing_key == queue and message["properties"]["delivery_tag"] == (first.delivery_tag)
             first.ack()
             assert raw.hlen("unacked") == 0 and raw.zcard("unacked_index") == 0
             second = simple.get(timeout=5)
@@ -126,8 +123,7 @@ def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(
 
 
 def test_settings_come_from_the_environment_and_refuse_nonsense() -> None:
-    s = BrokerSettings.from_env({"CODEMODE_REDIS_URL": "redis://r:1/2",
-                                 "CODEMODE_LEASE_TTL_MS": "4000"})
+    s = BrokerSettings.from_env({"CODEMODE_REDIS_URL": "redis://r:1/2", "CODEMODE_LEASE_TTL_MS": "4000"})
     assert s.redis_url == "redis://r:1/2" and s.lease_ttl_ms == 4000
     assert BrokerSettings.from_env(s.env()) == s
     with pytest.raises(SettingsError):
@@ -165,10 +161,18 @@ def test_standby_reads_true_or_false_and_nothing_else() -> None:
 
 
 def test_job_travels_as_plain_json_and_back() -> None:
-    spec = JobSpec(job_id="j", host_id="h", key_prefix="p", code="() => 1",
-                   providers=(codemode.Provider("t", ("a", "b")),), network="host",
-                   modules={"m": {"x": 1}}, timeout_ms=300, count_host_waits=False,
-                   start_by_ms=123)
+    spec = JobSpec(
+        job_id="j",
+        host_id="h",
+        key_prefix="p",
+        code="() => 1",
+        providers=(codemode.Provider("t", ("a", "b")),),
+        network="host",
+        modules={"m": {"x": 1}},
+        timeout_ms=300,
+        count_host_waits=False,
+        start_by_ms=123,
+    )
     data = msgspec.json.decode(msgspec.json.encode(job_to_celery(spec)))  # JSON, nothing else
     assert job_from_celery(data) == spec
     with pytest.raises(msgspec.ValidationError):
@@ -176,9 +180,12 @@ def test_job_travels_as_plain_json_and_back() -> None:
 
 
 def test_channel_messages_round_trip_and_refuse_garbage() -> None:
-    up = [Started("w:1"), FetchCall(2, OutboundRequest("GET", "https://a/", [("a", "b")], b"\x00")),
-          Finished(Outcome(result=[1, "x"], logs=[])),
-          Failed(FaultData("JOB_EXPIRED", "late", True))]
+    up = [
+        Started("w:1"),
+        FetchCall(2, OutboundRequest("GET", "https://a/", [("a", "b")], b"\x00")),
+        Finished(Outcome(result=[1, "x"], logs=[])),
+        Failed(FaultData("JOB_EXPIRED", "late", True)),
+    ]
     for message in up:
         assert decode_up(encode(message)) == message
     assert decode_down(encode(ToolReply(1, '{"result": 1}'))) == ToolReply(1, '{"result": 1}')
@@ -215,32 +222,42 @@ async def test_claim_is_first_writer_wins_and_respects_start_by(on_redis: OnRedi
     client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
     now_ms = int(time.time() * 1000)
     await client.set(host_key(prefix, "h"), b"1", px=5_000)
-    args = dict(lease_ttl_ms=3_000, key_ttl_ms=10_000, started=encode(Started("w")),
-                expired=encode(Failed(JobExpired("late").to_data())))
+    args = dict(
+        lease_ttl_ms=3_000,
+        key_ttl_ms=10_000,
+        started=encode(Started("w")),
+        expired=encode(Failed(JobExpired("late").to_data())),
+    )
 
     def keys(job: str) -> list[str]:
         k = JobKeys.of(prefix, job)
         return [k.claim, k.up, k.lease, host_key(prefix, "h"), admission_key(prefix)]
 
-    first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000,
-                                job_id="a", **args)  # type: ignore[arg-type]
-    again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000,
-                                job_id="a", **args)  # type: ignore[arg-type]
+    first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000, job_id="a", **args)  # type: ignore[arg-type]
+    again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000, job_id="a", **args)  # type: ignore[arg-type]
     assert (first.state, again.state, again.holder) == ("started", "taken", "w1")
-    late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000,
-                               job_id="b", **args)  # type: ignore[arg-type]
+    late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000, job_id="b", **args)  # type: ignore[arg-type]
     assert late.state == "expired"
     up = await client.lrange(JobKeys.of(prefix, "b").up, 0, -1)
     assert isinstance(decode_up(up[0]), Failed)
-    orphan = await scripts.claim([*keys("c")[:3], host_key(prefix, "gone"),
-                                  admission_key(prefix)],
-                                 worker="w1", start_by_ms=now_ms + 60_000, job_id="c",
-                                 **args)  # type: ignore[arg-type]
+    orphan = await scripts.claim(
+        [*keys("c")[:3], host_key(prefix, "gone"), admission_key(prefix)],
+        worker="w1",
+        start_by_ms=now_ms + 60_000,
+        job_id="c",
+        **args,
+    )  # type: ignore[arg-type]
     assert orphan.state == "host-gone"
     # The producer's side of the race: a claimed job cannot be marked expired.
-    settle = await scripts.settle(JobKeys.of(prefix, "a").claim, admission_key(prefix),
-                                  start_by_ms=now_ms - 1, job_id="a", key_ttl_ms=10_000,
-                                  mark="expired", force=True)
+    settle = await scripts.settle(
+        JobKeys.of(prefix, "a").claim,
+        admission_key(prefix),
+        start_by_ms=now_ms - 1,
+        job_id="a",
+        key_ttl_ms=10_000,
+        mark="expired",
+        force=True,
+    )
     assert (settle.state, settle.holder) == ("taken", "w1")
     for key in await client.keys(f"{prefix}:*"):
         assert await client.pttl(key) > 0
@@ -255,9 +272,15 @@ async def test_a_quiet_claim_takes_the_job_without_telling_the_host(on_redis: On
     keys = JobKeys.of(prefix, "q")
     claim = await scripts.claim(
         [keys.claim, keys.up, keys.lease, host_key(prefix, "h"), admission_key(prefix)],
-        worker="w1", start_by_ms=int(time.time() * 1000) + 60_000, lease_ttl_ms=3_000,
-        key_ttl_ms=10_000, job_id="q", started=encode(Started("w1")),
-        expired=encode(Failed(JobExpired("late").to_data())), announce=False)
+        worker="w1",
+        start_by_ms=int(time.time() * 1000) + 60_000,
+        lease_ttl_ms=3_000,
+        key_ttl_ms=10_000,
+        job_id="q",
+        started=encode(Started("w1")),
+        expired=encode(Failed(JobExpired("late").to_data())),
+        announce=False,
+    )
     assert claim.state == "started"
     assert await client.get(keys.claim) == b"w1" and await client.get(keys.lease) == b"w1"
     assert await client.llen(keys.up) == 0
@@ -288,8 +311,13 @@ async def test_finish_sends_the_outcome_frees_the_slot_and_drops_the_lease(on_re
     await client.zadd(admission, {"j": 1, "other": 1})
     await client.set(keys.lease, b"w1")
     final = encode(Finished(Outcome(result=1)))
-    await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
-                         job_id="j", final=final, close=b"close")
+    await scripts.finish(
+        [keys.up, keys.down, admission, keys.lease],
+        key_ttl_ms=30_000,
+        job_id="j",
+        final=final,
+        close=b"close",
+    )
     assert await client.lrange(keys.up, 0, -1) == [final]
     assert await client.lrange(keys.down, 0, -1) == [b"close"]
     assert 0 < await client.pttl(keys.up) <= 30_000 and await client.pttl(keys.down) > 0
@@ -297,8 +325,9 @@ async def test_finish_sends_the_outcome_frees_the_slot_and_drops_the_lease(on_re
     assert not await client.exists(keys.lease)
     # Without a reader waiting, nothing goes on down.
     await client.delete(keys.down)
-    await scripts.finish([keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000,
-                         job_id="j", final=final, close=None)
+    await scripts.finish(
+        [keys.up, keys.down, admission, keys.lease], key_ttl_ms=30_000, job_id="j", final=final, close=None
+    )
     assert not await client.exists(keys.down)
 
 
@@ -308,8 +337,9 @@ async def test_admission_lapses_slots_of_jobs_nobody_finished(on_redis: OnRedis)
     key, host, queue = admission_key(prefix), host_key(prefix, "h"), f"{prefix}:queue"
 
     async def admit(job: str) -> bool:
-        result = await scripts.admit(key, host, queue, job, f"message {job}".encode(), limit=1,
-                                     hold_ms=300, host_ttl_ms=1000)
+        result = await scripts.admit(
+            key, host, queue, job, f"message {job}".encode(), limit=1, hold_ms=300, host_ttl_ms=1000
+        )
         return result.admitted
 
     assert await admit("a")
@@ -329,7 +359,8 @@ def test_public_names() -> None:
 
 
 def test_unacked_records_are_read_after_the_hand_off_and_connections_come_back(
-        private_redis: RedisServer) -> None:
+    private_redis: RedisServer,
+) -> None:
     """The record of a delivery is sent before the consumer's callback and its answer read
     after it: every record lands, every connection goes back to the channel's pool, and a
     record Redis refuses fails the read (after the hand-off) without keeping the

@@ -468,13 +468,25 @@ CORPUS: list[Case] = [
         OneOf(Returns(100_000), Fails(TIMEOUT)),
     ),
     # ---- memory: the heap, and what lives outside it ------------------------------------
-    Case("mem-array-growth", "memory", "async () => { const a = []; for (;;) a.push({ a }) }", Fails(MEMORY),
+    Case(
+        "mem-array-growth",
+        "memory",
+        "async () => { const a = []; for (;;) a.push({ a }) }",
+        Fails(MEMORY),
         MEM_MS,
     ),
-    Case("mem-string-doubling", "memory", "async () => { let s = 'x'; for (;;) s += s }", Fails(MEMORY),
+    Case(
+        "mem-string-doubling",
+        "memory",
+        "async () => { let s = 'x'; for (;;) s += s }",
+        Fails(MEMORY),
         MEM_MS,
     ),
-    Case("mem-string-repeat-1gb", "memory", "async () => 'x'.repeat(2 ** 30).length", Fails(MEMORY),
+    Case(
+        "mem-string-repeat-1gb",
+        "memory",
+        "async () => 'x'.repeat(2 ** 30).length",
+        Fails(MEMORY),
         MEM_MS,
     ),
     Case(
@@ -485,7 +497,10 @@ CORPUS: list[Case] = [
         MEM_MS,
     ),
     Case(
-        "mem-arraybuffer-4gb", "memory", "async () => new ArrayBuffer(4 * 2 ** 30).byteLength", Fails(MEMORY),
+        "mem-arraybuffer-4gb",
+        "memory",
+        "async () => new ArrayBuffer(4 * 2 ** 30).byteLength",
+        Fails(MEMORY),
         MEM_MS,
     ),
     Case(
@@ -538,7 +553,11 @@ CORPUS: list[Case] = [
         "async () => { const f = (n) => f(n + 1) + 1; return f(0) }",
         Fails(STACK),
     ),
-    Case("mem-new-array-3e8", "memory", "async () => new Array(3e8).fill(0).length", Fails(MEMORY),
+    Case(
+        "mem-new-array-3e8",
+        "memory",
+        "async () => new Array(3e8).fill(0).length",
+        Fails(MEMORY),
         MEM_MS,
     ),
     Case(
@@ -1171,19 +1190,26 @@ def test_pool_is_back_to_its_workers(executor: SyncIsolateExecutor) -> None:
 AFTERMATH = [
     # The program's 256 MB string stays reachable after the run, so the child's next touch
     # of that isolate is a fatal out-of-memory.
-    ("exhausted-heap", "async () => { const s = 'x'.repeat(2 ** 28); return s.replace(/x/g, 'yy').length }",
-     MEMORY),
+    (
+        "exhausted-heap",
+        "async () => { const s = 'x'.repeat(2 ** 28); return s.replace(/x/g, 'yy').length }",
+        MEMORY,
+    ),
     # WebAssembly memory grown until the data limit refuses it. Right at that limit the
     # engine aborted the process (SIGABRT) after the program's own error; the child now ends
     # the run with the memory text when its process comes that close, and recycles.
-    ("wasm-grow-refused",
-     "async () => { const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 }); for (;;) m.grow(160) }",
-     MEMORY),
+    (
+        "wasm-grow-refused",
+        "async () => { const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 }); for (;;) m.grow(160) }",
+        MEMORY,
+    ),
     # A heap bomb inside a timer: the child keeps most of that memory resident after the run.
-    ("resident-residue",
-     "async () => { setTimeout(() => { const a = []; for (;;) a.push([a]) }, 0); "
-     "await new Promise(() => {}) }",
-     MEMORY),
+    (
+        "resident-residue",
+        "async () => { setTimeout(() => { const a = []; for (;;) a.push([a]) }, 0); "
+        "await new Promise(() => {}) }",
+        MEMORY,
+    ),
 ]
 # An ordinary program for the run that comes next: a quarter of the heap bound, held long
 # enough for the child's memory sampling to see it.

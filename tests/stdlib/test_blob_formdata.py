@@ -1,7 +1,5 @@
 """Blob, File and FormData."""
 
-# ruff: noqa: E501  (embedded JavaScript is kept on one line per statement)
-
 from __future__ import annotations
 
 from tests.stdlib.conftest import Guest

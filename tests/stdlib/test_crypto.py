@@ -1,7 +1,5 @@
 """crypto: CSPRNG, randomUUID, subtle.digest and HMAC, checked against Python's hashlib/hmac."""
 
-# ruff: noqa: E501  (embedded JavaScript is kept on one line per statement)
-
 from __future__ import annotations
 
 import hashlib

@@ -1,7 +1,5 @@
 """Headers, Request, Response and fetch (data: URLs, the host bridge, abort)."""
 
-# ruff: noqa: E501  (embedded JavaScript is kept on one line per statement)
-
 from __future__ import annotations
 
 from collections.abc import Callable
