@@ -20,7 +20,7 @@ served by uvicorn with its default extras does. Each child runs uvloop either wa
 
 Every scenario runs the programs in ``benchmarks/programs.json`` (shared with the Node
 harness). Latency is sequential (one caller); throughput is 2 x workers callers at once.
-Results go to ``benchmarks/results/latest.json``; the table goes to stdout. The machine's CPU
+Results go to ``latest.json`` in the results directory (``outputs.py``); the table goes to stdout. The machine's CPU
 affinity and load are recorded, because tool-call latency depends on both. ``--busy N`` runs
 the comparison beside N neighbour processes that spin at the default priority, as on a
 machine shared with other work (results in ``busy.json``): the production case a quiet
@@ -698,7 +698,7 @@ def main() -> None:
         asyncio.run(one_scenario(args.one_scenario, args.n))
         return
     out_dir = RESULTS_DIR
-    out_dir.mkdir(exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     if args.cpu_vs_reference:
         cpu_ref = cpu_vs_reference(["trivial", "tools10"], 100, 100 + args.n, args.rounds)
         report_cpu = {"machine": machine(), **cpu_ref}

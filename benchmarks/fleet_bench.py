@@ -17,7 +17,7 @@ concurrency 2), and an in-process IsolateExecutor with the same pool size, then 
   to a trivial job beyond the second is codemode's own framing (admission, claim, lease,
   the outcome on the reply channel).
 
-Prints a table and writes ``benchmarks/results/fleet.json``::
+Prints a table and writes ``fleet.json`` in the results directory (``outputs.py``)::
 
     python benchmarks/fleet_bench.py [--runs 200]
     python benchmarks/fleet_bench.py --quiet-start-ab   # what a quiet start saves

@@ -12,7 +12,7 @@ any core, both pinned to one, and each pinned to a core of its own (Linux only):
 
     python benchmarks/wakeups.py [--bounces 5000]
 
-Writes ``results/wakeups.json``.
+Writes ``wakeups.json`` in the results directory (``outputs.py``).
 """
 
 from __future__ import annotations
