@@ -48,15 +48,16 @@ from ._request import Provider
 from ._texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
 
 if TYPE_CHECKING:
-    from ._dispatch import ToolRegistry, tool_error, tool_result
+    from ._dispatch import tool_error, tool_result
     from ._executor import IsolateExecutor, SyncIsolateExecutor
     from ._normalize import normalize_code
     from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
+    from .tools import ToolRegistry
 
 _LAZY = {
     "IsolateExecutor": "._executor",
     "SyncIsolateExecutor": "._executor",
-    "ToolRegistry": "._dispatch",
+    "ToolRegistry": ".tools",
     "tool_error": "._dispatch",
     "tool_result": "._dispatch",
     "normalize_code": "._normalize",
