@@ -66,3 +66,21 @@ def no_children_left_behind() -> Iterator[None]:
     yield
     left = wait_no_children()
     assert not left, f"child processes left behind: {left}"
+
+
+# Markers by where a test lives, so that a developer can run the fast part alone
+# (``pytest -m "not fleet and not hostile and not slow"``); the default command runs everything.
+_MARKS_BY_PATH = {
+    "tests/fleet/": "fleet",
+    "tests/hostile/": "hostile",
+    "tests/fleet/test_benchmark_scripts.py": "bench",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = str(config.rootpath)
+    for item in items:
+        where = str(item.path)[len(root) + 1 :]
+        for prefix, mark in _MARKS_BY_PATH.items():
+            if where.startswith(prefix):
+                item.add_marker(mark)
