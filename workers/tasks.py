@@ -42,6 +42,7 @@ def execute(job: dict[str, Any]) -> str:
 def ping(reply_key: str) -> str:
     """Push ``pong`` onto ``reply_key`` (expiring): nothing else runs, no isolate is used."""
     pipe = _ping_client.pipeline(transaction=False)
-    pipe.rpush(reply_key, b"pong").pexpire(reply_key, PING_TTL_MS)
+    pipe.rpush(reply_key, b"pong")
+    pipe.pexpire(reply_key, PING_TTL_MS)
     pipe.execute()
     return f"pong to {reply_key}"
