@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,16 @@ def child_pids() -> list[int]:
         if ppid == me and b"codemode._child" in cmd and state != "Z":
             found.append(int(entry))
     return found
+
+
+CHILD_FAULTS = Path(__file__).resolve().parent / "child_faults"
+
+
+def child_fault_env(fault: str) -> dict[str, str]:
+    """A child environment that loads the test fault plugin (``tests/child_faults``) and names
+    one of its faults: the runtime package itself carries no fault injection."""
+    path = os.pathsep.join(p for p in (str(CHILD_FAULTS), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, CODEMODE_TEST_CHILD_FAULT=fault)
 
 
 def wait_no_children(timeout: float = 10.0) -> list[int]:

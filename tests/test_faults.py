@@ -45,7 +45,7 @@ from codemode import (
     tool_result,
 )
 
-from .conftest import child_pids
+from .conftest import child_fault_env, child_pids
 
 
 def test_a_child_killed_mid_run_fails_only_that_run() -> None:
@@ -176,7 +176,7 @@ def test_a_child_that_crashes_writes_no_core_even_where_the_host_may(
 
 
 def test_a_garbage_frame_from_a_child_is_a_typed_fault() -> None:
-    env = dict(os.environ, CODEMODE_CHILD_FAULT="garbage-frame")
+    env = child_fault_env("garbage-frame")
     with SyncIsolateExecutor(pool={"max_workers": 1}, child_env=env) as ex:
         with pytest.raises(WorkerCrashed) as info:
             ex.execute("async () => 1")
@@ -215,7 +215,7 @@ def test_a_reader_that_fails_in_the_host_is_a_typed_fault_and_the_pool_serves_on
 def test_an_out_of_memory_death_with_a_long_backtrace_is_the_memory_text() -> None:
     """V8 says "out of memory" first and prints its backtrace after: a backtrace longer than
     the stderr tail the host keeps must not turn the memory text into a crash."""
-    env = dict(os.environ, CODEMODE_CHILD_FAULT="oom-long-trace")
+    env = child_fault_env("oom-long-trace")
     with SyncIsolateExecutor(pool={"max_workers": 1}, child_env=env, memory_limit=64) as ex:
         assert ex.execute("async () => 1").error == memory_text(64)
 

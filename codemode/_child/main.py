@@ -122,9 +122,6 @@ def _layout() -> dict[str, int]:
 
 
 LAYOUT = _layout()
-FAULT = os.environ.get("CODEMODE_CHILD_FAULT", "")
-"""Fault injection for the pool's own tests (``garbage-frame``, ``oom-long-trace``); empty in
-production."""
 
 
 _STATM: int | None = None
@@ -638,11 +635,6 @@ class Child:
     # ---- one run ------------------------------------------------------------------
 
     async def serve(self, msg: Run | Invoke) -> None:
-        if FAULT == "garbage-frame":
-            # Fault injection for the host's tests: a frame that is not a message, from a
-            # child that then starts nothing (the host ends it for the frame).
-            os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
-            time.sleep(60)
         # What the last run's isolate holds must not count against this run, and no
         # preparation may compete with it for memory.
         await self.quiet()
@@ -687,12 +679,6 @@ class Child:
             self.mark.mark(msg.run_id)  # what Started says, without waking the host for it
         else:
             self.send(Started(msg.run_id))
-        if FAULT == "oom-long-trace":
-            # V8's fatal out-of-memory as it looks with a deep stack: the line that says
-            # so first, then a backtrace longer than the tail the host keeps of stderr.
-            trace = "".join(f"    libmini_racer.so(v8::internal::Frame{i}+0x{i:x})\n" for i in range(600))
-            os.write(2, f"\n#\n# Fatal JavaScript out of memory: Scavenger\n#\n{trace}".encode())
-            os.kill(os.getpid(), signal.SIGTRAP)
         state.entry = isolate.begin(self.loop, payload, invoke=isinstance(msg, Invoke))
         state.entry.future.add_done_callback(lambda f: self._start_done(state, f))
         await state.finished.wait()

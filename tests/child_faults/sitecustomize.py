@@ -1,0 +1,63 @@
+"""Fault injection for the pool's own tests, loaded by a child process only when a test puts
+this folder on the child's ``PYTHONPATH`` (Python imports ``sitecustomize`` at start-up) and
+names a fault in ``CODEMODE_TEST_CHILD_FAULT``. The runtime package carries none of this.
+
+Faults:
+
+- ``garbage-frame``: the child answers its first run with a frame that is not a message, then
+  starts nothing (the host must end it for the frame, as a typed fault with ``started=False``).
+- ``oom-long-trace``: as a program starts, the child prints V8's fatal out-of-memory line followed
+  by a backtrace longer than the stderr tail the host keeps, and dies of SIGTRAP as V8 does.
+"""
+
+from __future__ import annotations
+
+import os
+
+FAULT = os.environ.get("CODEMODE_TEST_CHILD_FAULT", "")
+
+
+def _garbage_frame() -> None:
+    import time
+
+    from codemode._child import main
+    from codemode._protocol import FRAME_HEADER
+
+    async def serve(self: main.Child, msg: object) -> None:
+        os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
+        time.sleep(60)
+
+    main.Child.serve = serve  # type: ignore[method-assign,assignment]
+
+
+def _oom_long_trace() -> None:
+    import signal
+
+    from codemode._child import engine, main
+
+    serving = False
+    real_serve, real_begin = main.Child.serve, engine.Isolate.begin
+
+    async def serve(self: main.Child, msg: object) -> None:
+        nonlocal serving
+        serving = True  # isolates began before this were the child's own (its start-up probe)
+        await real_serve(self, msg)  # type: ignore[arg-type]
+
+    def begin(self: engine.Isolate, *args: object, **kwargs: object) -> engine.Entry:
+        if not serving:
+            return real_begin(self, *args, **kwargs)  # type: ignore[arg-type]
+        trace = "".join(f"    libmini_racer.so(v8::internal::Frame{i}+0x{i:x})\n" for i in range(600))
+        os.write(2, f"\n#\n# Fatal JavaScript out of memory: Scavenger\n#\n{trace}".encode())
+        os.kill(os.getpid(), signal.SIGTRAP)
+        raise AssertionError("unreachable: SIGTRAP ends the process")
+
+    main.Child.serve = serve  # type: ignore[method-assign]
+    engine.Isolate.begin = begin  # type: ignore[method-assign]
+
+
+if FAULT == "garbage-frame":
+    _garbage_frame()
+elif FAULT == "oom-long-trace":
+    _oom_long_trace()
+elif FAULT:
+    raise SystemExit(f"CODEMODE_TEST_CHILD_FAULT={FAULT!r} names no fault this plugin injects")
