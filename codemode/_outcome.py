@@ -27,18 +27,32 @@ class Outcome(msgspec.Struct, frozen=True):
     out, ran out of memory or hit a ceiling (``None`` when it worked); ``logs`` keeps every
     console line written before the end, including before a throw or a timeout.
     ``handle`` names a retained isolate when the request asked for one.
+
+    Metadata, filled in by ``map`` and :class:`codemode.RetryPolicy` (a plain ``execute``
+    leaves the defaults): ``attempts`` is how many tries it took (1: the first served
+    it); ``duration_ms`` is the host's wall time from the first try to this outcome, the
+    waits between tries included (``None``: not measured).
+
+    The wire formats carry this struct: a field added here gets a default and is never
+    retyped, so an older peer still reads it.
     """
 
     result: Any = None
     error: str | None = None
     logs: list[LogEntry] = msgspec.field(default_factory=list)
     handle: str | None = None
+    attempts: int = 1
+    duration_ms: float | None = None
 
     @property
     def ok(self) -> bool:
+        """True when the program finished without an error (``error is None``)."""
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-compatible data: ``result``, ``error``, ``logs`` (each ``{level,
+        text}``), and ``handle``, ``attempts`` and ``duration_ms`` when they say something
+        (a handle was retained, more than one try, a measured duration)."""
         out: dict[str, Any] = {
             "result": self.result,
             "error": self.error,
@@ -46,4 +60,8 @@ class Outcome(msgspec.Struct, frozen=True):
         }
         if self.handle is not None:
             out["handle"] = self.handle
+        if self.attempts != 1:
+            out["attempts"] = self.attempts
+        if self.duration_ms is not None:
+            out["duration_ms"] = self.duration_ms
         return out
