@@ -29,6 +29,7 @@ __all__ = [
     "Forwarder",
     "RunThreads",
     "dispatch_threads",
+    "too_deep_text",
     "tool_error",
     "tool_result",
 ]
@@ -154,11 +155,22 @@ def _checked(provider: str, tool: str, reply: object, max_bytes: int) -> str:
             f"The tool {provider}.{tool} failed in the host: its dispatch returned text that is "
             'not a JSON envelope ({"result": ...} or {"error": "..."}).'
         )
+    except RecursionError:  # (msgspec's reading recurses: past Python's limit it raises this)
+        return tool_error(too_deep_text(provider, tool))
     if envelope.error is msgspec.UNSET and envelope.result is msgspec.UNSET:
         return tool_error(
             f'The tool {provider}.{tool} failed in the host: its envelope has neither "result" nor "error".'
         )
     return reply
+
+
+def too_deep_text(provider: str, tool: str) -> str:
+    """What a call reads when its reply nests lists and objects deeper than the host can
+    read (about a thousand levels: each level is a frame of the decoder's recursion)."""
+    return (
+        f"The tool {provider}.{tool} answered with data nested too deeply to read. "
+        "Ask it for flatter data (fewer levels of lists and objects)."
+    )
 
 
 def _failed(provider: str, tool: str, exc: Exception) -> str:

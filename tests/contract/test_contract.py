@@ -353,3 +353,32 @@ async def test_randomness_is_fresh_in_every_isolate(executor: Any) -> None:
     assert first.error is None and second.error is None
     assert first.result[0] != second.result[0]
     assert first.result[1] != second.result[1]
+
+
+DEEP = 1_000
+"""Levels of nesting past Python's recursion limit, which msgspec's decoders recurse against."""
+
+
+async def test_a_deeply_nested_tool_reply_rejects_the_call_at_once(executor: Any) -> None:
+    """A reply nested past the host's decoders rejects its call with a sentence right away
+    (it used to escape the reply check and leave the call waiting until the run's timeout);
+    the run goes on and its next call is served."""
+
+    def dispatch(provider: str, tool: str, args_json: str) -> str:
+        if tool == "put":
+            return tool_result("still here")
+        return '{"result": ' + "[" * DEEP + "]" * DEEP + "}"
+
+    outcome = await executor.execute(
+        "async () => { let said; try { await store.get(1); said = 'took it' }"
+        " catch (e) { said = e.message } return [said, await store.put(2)] }",
+        providers=STORE,
+        dispatch=dispatch,
+    )
+    assert outcome.error is None, outcome.error
+    said, after = outcome.result
+    assert said == (
+        "The tool store.get answered with data nested too deeply to read. "
+        "Ask it for flatter data (fewer levels of lists and objects)."
+    )
+    assert after == "still here"
