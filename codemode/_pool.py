@@ -195,12 +195,14 @@ class Pool:
         with contextlib.suppress(ValueError):
             self._idle.remove(worker)
         returncode = worker.proc.returncode if worker.proc is not None else None
-        if worker.recycling or returncode == 0 or self._closed or not worker.ready.done():
+        if self._closed:  # stopped by close(): nothing to replace
+            log.debug("worker %s stopped (the pool is closing)", worker.id)
+            return
+        if worker.recycling or returncode == 0 or not worker.ready.done():
             log.info("worker %s exited (planned); replacing it", worker.id)
         else:
             log.warning("worker %s exited unexpectedly (status %s); replacing it", worker.id, returncode)
-        if not self._closed:
-            self._fill()
+        self._fill()
 
     # ---- callers ------------------------------------------------------------------
 

@@ -1329,6 +1329,9 @@ def main(argv: list[str]) -> None:
     replies = int(argv[6]) if len(argv) > 6 and argv[6].isdigit() else None
     cpu = argv[7] if len(argv) > 7 else "any"
     _set_parent_death_signal()
+    # Ctrl+C in a terminal reaches the host's whole process group: the host decides when
+    # its children end (a worker's warm shutdown lets running jobs finish on them).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _no_core_dumps()
     if cpu != "standby":
         _pin_to(cpu)
