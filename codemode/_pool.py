@@ -3,7 +3,8 @@
 ::
 
     execute ─▶ acquire() ─ idle worker ─▶ Worker.begin(Run) ══pipe══▶ child ─▶ isolate
-                  │ none idle: wait in line (at most pool.max_queue callers)
+                  │ none idle: wait for a child that is starting, else in line
+                  │            (at most pool.max_queue callers past the starting children)
                   │ line full: QUEUE_FULL at once, nothing ran
     Done ─▶ worker idle ─▶ next caller in line
     child exits (crash, kill, planned recycle) ─▶ its run alone fails ─▶ slot respawned
@@ -206,7 +207,19 @@ class Pool:
 
     # ---- callers ------------------------------------------------------------------
 
-    async def acquire(self) -> Worker:
+    def _starting_slots(self) -> int:
+        """Slots with no ready child: their child is starting (or replacing one that exited),
+        and each will take the first caller in line as soon as it is ready."""
+        return sum(1 for worker in self._slots.values() if worker is None)
+
+    async def acquire(self, *, admitted: bool = False) -> Worker:
+        """A worker for one run: an idle one, else a place in line.
+
+        Admission: at most ``max_workers`` runs in flight plus ``max_queue`` callers waiting.
+        A caller waiting for a child that is starting takes that child's capacity, not a
+        place in line, so a cold pool (or one replacing a child) admits what a warm one
+        does. ``admitted``: the caller was admitted already and its child recycled before
+        taking its run (nothing ran); it is not refused now."""
         if self._closed:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
         self.loop = asyncio.get_running_loop()
@@ -214,9 +227,11 @@ class Pool:
             worker = self._idle.popleft()
             if worker.alive:
                 return worker
-        if len(self._waiters) >= self.config.max_queue:
+        if not admitted and len(self._waiters) >= self.config.max_queue + self._starting_slots():
             raise QueueFull(
-                f"Every worker is busy and {len(self._waiters)} calls already wait "
+                f"Every worker is busy and the line is full: {self.config.max_workers} runs "
+                f"in flight or starting (pool.max_workers={self.config.max_workers}) and "
+                f"{len(self._waiters) - self._starting_slots()} calls waiting "
                 f"(pool.max_queue={self.config.max_queue}); nothing ran. Retry later or raise "
                 "the bound."
             )
