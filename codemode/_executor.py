@@ -34,6 +34,7 @@ from ._config import (
     ExecutorConfig,
     PoolConfig,
 )
+from ._bulk import BulkResults, Jobs, RetryArg, SyncBulkResults, iterate_sync, map_jobs, map_jobs_ordered
 from ._dispatch import Dispatcher, RunThreads, dispatch_threads
 from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
@@ -380,6 +381,34 @@ class IsolateExecutor:
         self._handles.release(handle)
 
 
+    # ---- bulk ---------------------------------------------------------------------
+
+    @property
+    def bulk_window(self) -> int:
+        """Runs ``map`` keeps in flight unless told otherwise: every child busy and one more
+        waiting for each (within ``pool.max_queue``), so no child waits for the next run."""
+        pool = self.config.pool
+        return pool.max_workers + min(pool.max_workers, pool.max_queue)
+
+    def map(
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+    ) -> BulkResults:
+        """Run every job and yield ``(key, Outcome | ExecutorError)`` in completion order.
+
+        ``jobs`` is an iterable or async iterable of :class:`codemode.Job` (or program
+        strings, keyed by their index), pulled only as runs end; ``options`` are
+        ``execute``'s keywords for every job. QUEUE_FULL is waited out, other faults go
+        through ``retry`` (default: :class:`codemode.RetryPolicy`). See docs/bulk.md.
+        """
+        return map_jobs(self, jobs, concurrency=concurrency, retry=retry, options=options)
+
+    def map_ordered(
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+    ) -> BulkResults:
+        """:meth:`map`, yielding in input order (a bounded buffer holds results that
+        finish early)."""
+        return map_jobs_ordered(self, jobs, concurrency=concurrency, retry=retry, options=options)
+
 class SyncIsolateExecutor:
     """:class:`IsolateExecutor` for sync hosts: the same arguments, blocking calls.
 
@@ -412,6 +441,15 @@ class SyncIsolateExecutor:
 
     def release_handle(self, handle: str) -> None:
         self._call(self._async.release_handle(handle))
+
+    def map(self, jobs: Jobs, **kwargs: Any) -> SyncBulkResults:
+        """:meth:`IsolateExecutor.map` as a blocking iterator (the jobs are pulled on the
+        executor's own thread). Leaving the loop early cancels the runs in flight."""
+        return iterate_sync(self._loop, self._async.map(jobs, **kwargs))
+
+    def map_ordered(self, jobs: Jobs, **kwargs: Any) -> SyncBulkResults:
+        """:meth:`map` in input order."""
+        return iterate_sync(self._loop, self._async.map_ordered(jobs, **kwargs))
 
     @property
     def worker_pids(self) -> list[int]:
