@@ -46,6 +46,7 @@ from .._config import (
     Ceilings,
     ExecutorConfig,
 )
+from .._bulk import BulkResults, Jobs, RetryArg, map_jobs, map_jobs_ordered
 from .._dispatch import RunThreads, dispatch_threads
 from .._faults import (
     Disposed,
@@ -79,6 +80,8 @@ EXPIRES_MARGIN_S = 1.0
 authority, so Celery's own discard comes a little later."""
 
 
+BULK_WINDOW = 16
+"""Jobs ``map`` keeps in flight unless told otherwise (within ``fleet_max_jobs``)."""
 POOL_HEADROOM = 64
 """Connections a client may open beyond one per job in flight: the host's heartbeat, its
 clock, cleanups of jobs whose callers left."""
@@ -400,6 +403,27 @@ class FleetExecutor:
             await self._to_holder(record, {"kind": "release", "timeout_ms": record.request.timeout_ms})
         finally:
             self._handles.mark(record, "released")
+
+    # ---- bulk -----------------------------------------------------------------------
+
+    @property
+    def bulk_window(self) -> int:
+        """Jobs ``map`` keeps in flight unless told otherwise: ``BULK_WINDOW``, within the
+        fleet's admission bound."""
+        return min(BULK_WINDOW, self.settings.fleet_max_jobs)
+
+    def map(
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+    ) -> BulkResults:
+        """The same contract as :meth:`codemode.IsolateExecutor.map`: ``(key, Outcome |
+        ExecutorError)`` in completion order, QUEUE_FULL waited out. See docs/bulk.md."""
+        return map_jobs(self, jobs, concurrency=concurrency, retry=retry, options=options)
+
+    def map_ordered(
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+    ) -> BulkResults:
+        """:meth:`map` in input order."""
+        return map_jobs_ordered(self, jobs, concurrency=concurrency, retry=retry, options=options)
 
     async def _to_holder(self, record: HostHandle, fields: dict[str, Any]) -> Outcome:
         """Send one handle job to the worker that holds ``record``, and map its faults onto
