@@ -48,13 +48,17 @@ from ._request import Provider
 from ._texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
 
 if TYPE_CHECKING:
+    from ._bulk import Job
     from ._dispatch import tool_error, tool_result
     from ._executor import IsolateExecutor, SyncIsolateExecutor
     from ._normalize import normalize_code
     from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
+    from ._retry import RetryPolicy
     from .tools import ToolRegistry
 
 _LAZY = {
+    "Job": "._bulk",
+    "RetryPolicy": "._retry",
     "IsolateExecutor": "._executor",
     "SyncIsolateExecutor": "._executor",
     "ToolRegistry": ".tools",
@@ -104,6 +108,7 @@ __all__ = [
     "HostGone",
     "InvalidRequest",
     "IsolateExecutor",
+    "Job",
     "JobExpired",
     "LogEntry",
     "OutboundRequest",
@@ -112,6 +117,7 @@ __all__ = [
     "PoolConfig",
     "Provider",
     "QueueFull",
+    "RetryPolicy",
     "SyncIsolateExecutor",
     "ToolRegistry",
     "WorkerCrashed",
