@@ -27,6 +27,7 @@ import msgspec
 __all__ = [
     "Dispatcher",
     "Forwarder",
+    "Router",
     "RunThreads",
     "dispatch_threads",
     "too_deep_text",
@@ -228,6 +229,31 @@ class Forwarder(abc.ABC):
         return await future
 
 
+DispatchFunction = Callable[[str, str, str], Any]
+"""``(provider, tool, args_json) -> envelope``, sync or async."""
+
+
+class Router(abc.ABC):
+    """A dispatch that names, per call, the function that serves it and whether that
+    function is async: :class:`Dispatcher` awaits an async one on the loop and runs a sync
+    one on the run's dispatch threads, as it does a whole dispatch of either kind, so that
+    a registry mixing sync and async tools never runs a sync one on the loop. Awaited as a
+    dispatch, it works as any other."""
+
+    @abc.abstractmethod
+    def route(self, provider: str, tool: str) -> tuple[DispatchFunction, bool]:
+        """The function serving this one call, and whether it is a coroutine function.
+        Runs on the loop for every call: a lookup, nothing that waits."""
+
+    async def __call__(self, provider: str, tool: str, args_json: str) -> str:
+        serve, is_async = self.route(provider, tool)
+        if is_async:
+            reply: str = await serve(provider, tool, args_json)
+        else:
+            reply = await asyncio.to_thread(serve, provider, tool, args_json)
+        return reply
+
+
 def _is_async(dispatch: Callable[[str, str, str], Any]) -> bool:
     return inspect.iscoroutinefunction(dispatch) or inspect.iscoroutinefunction(
         getattr(dispatch, "__call__", None)  # noqa: B004
@@ -239,17 +265,19 @@ class Dispatcher:
 
     Async dispatch runs on the loop; sync dispatch runs in a thread (the run's share,
     ``threads``), so calls a program makes with ``Promise.all`` run concurrently in the
-    host. Which of the two a dispatch is, is looked at once, when the run starts: every
+    host. Which of the two a dispatch is, is looked at once, when the run starts (for a
+    :class:`Router`, once per call, from what its route answers): every
     tool call of a run takes this path, and the host's part of a call was what the
     benchmark's (b) paid above the reference design (docs/performance.md, "Tool calls")."""
 
-    __slots__ = ("_async", "_dispatch", "_max_bytes", "_threads", "forwards")
+    __slots__ = ("_async", "_dispatch", "_max_bytes", "_router", "_threads", "forwards")
 
     def __init__(
         self, dispatch: Callable[[str, str, str], Any] | None, max_bytes: int, threads: RunThreads
     ) -> None:
         self._dispatch = dispatch
         self._async = dispatch is not None and _is_async(dispatch)
+        self._router = dispatch if isinstance(dispatch, Router) else None
         self._max_bytes = max_bytes
         self._threads = threads
         self.forwards = isinstance(dispatch, Forwarder)
@@ -276,8 +304,11 @@ class Dispatcher:
         dispatch = self._dispatch
         if dispatch is None:
             return tool_error(f"No tools are served to this run, so {provider}.{tool} cannot be called.")
+        is_async = self._async
         try:
-            if self._async:
+            if self._router is not None:
+                dispatch, is_async = self._router.route(provider, tool)
+            if is_async:
                 reply = await dispatch(provider, tool, args_json)
             else:
                 in_thread = functools.partial(
