@@ -335,16 +335,14 @@ for (const [input, mime, body] of DATA) {
 }
 """,
     "encodings": r"""
-const supported = new Set(['utf-8', 'utf-16le', 'utf-16be', 'windows-1252']);
-let unsupported = 0, unsupportedOk = 0;
+let replacement = 0, replacementOk = 0;
 for (const group of DATA) {
   for (const enc of group.encodings) {
-    if (enc.name === 'replacement') continue;
     const name = enc.name.toLowerCase();
     for (const label of enc.labels) {
-      if (!supported.has(name)) {
-        unsupported++;
-        try { new TextDecoder(label); } catch (e) { if (e instanceof RangeError) unsupportedOk++; }
+      if (name === 'replacement') {
+        replacement++;
+        try { new TextDecoder(label); } catch (e) { if (e instanceof RangeError) replacementOk++; }
         continue;
       }
       check(label, () => {
@@ -358,7 +356,64 @@ for (const group of DATA) {
     }
   }
 }
-NOTE = `${unsupportedOk} of ${unsupported} labels of unsupported encodings throw RangeError`;
+NOTE = `${replacementOk} of ${replacement} labels of the replacement encoding throw RangeError`;
+""",
+    # Every pointer of every index a decoder reads, as the bytes the standard's encoder lays it
+    # out in: a pointer with a code point decodes to it (also in fatal mode); one without
+    # decodes to U+FFFD (an ASCII trail byte kept after it) and throws in fatal mode.
+    "indexes": r"""
+const hex = (a) => a.map((b) => b.toString(16).padStart(2, '0')).join(' ');
+const expectPointer = (label, bytes, want) => check(`${label} ${hex(bytes)}`, () => {
+  const input = new Uint8Array(bytes);
+  const got = new TextDecoder(label).decode(input);
+  if (want === null) {
+    const last = bytes[bytes.length - 1];
+    const keep = label !== 'iso-2022-jp' && bytes.length > 1 && last < 0x80 ? String.fromCharCode(last) : '';
+    if (got !== '\ufffd' + keep) return `got ${show(got)}, want U+FFFD${keep ? ' ' + show(keep) : ''}`;
+    return expectThrow(() => new TextDecoder(label, { fatal: true }).decode(input), TypeError);
+  }
+  if (got !== want) return `got ${show(got)}, want ${show(want)}`;
+  const fatal = new TextDecoder(label, { fatal: true }).decode(input);
+  return fatal === want ? '' : `fatal: got ${show(fatal)}`;
+});
+const cp = (c) => c === null ? null : String.fromCodePoint(c);
+const SINGLE = ['ibm866', 'iso-8859-2', 'iso-8859-3', 'iso-8859-4', 'iso-8859-5', 'iso-8859-6', 'iso-8859-7',
+  'iso-8859-8', 'iso-8859-8-i', 'iso-8859-10', 'iso-8859-13', 'iso-8859-14', 'iso-8859-15', 'iso-8859-16', 'koi8-r',
+  'koi8-u', 'macintosh', 'windows-874', 'windows-1250', 'windows-1251', 'windows-1252', 'windows-1253',
+  'windows-1254', 'windows-1255', 'windows-1256', 'windows-1257', 'windows-1258', 'x-mac-cyrillic'];
+for (const label of SINGLE) {
+  const index = DATA[label === 'iso-8859-8-i' ? 'iso-8859-8' : label];
+  for (let p = 0; p < 128; p++) expectPointer(label, [p + 0x80], cp(index[p]));
+}
+for (const label of ['gb18030', 'gbk']) {
+  DATA.gb18030.forEach((c, p) => {
+    const t = p % 190;
+    expectPointer(label, [Math.floor(p / 190) + 0x81, t + (t < 0x3f ? 0x40 : 0x41)], cp(c));
+  });
+}
+for (const [p, c] of DATA['gb18030-ranges']) {
+  if (p === 7457) continue; // its code point comes from the algorithm, not from the range
+  expectPointer('gb18030', [Math.floor(p / 12600) + 0x81, Math.floor(p % 12600 / 1260) + 0x30,
+    Math.floor(p % 1260 / 10) + 0x81, p % 10 + 0x30], cp(c));
+}
+const BIG5_PAIRS = { 1133: '\u00ca\u0304', 1135: '\u00ca\u030c', 1164: '\u00ea\u0304', 1166: '\u00ea\u030c' };
+DATA.big5.forEach((c, p) => {
+  const t = p % 157;
+  expectPointer('big5', [Math.floor(p / 157) + 0x81, t + (t < 0x3f ? 0x40 : 0x62)], BIG5_PAIRS[p] || cp(c));
+});
+DATA['euc-kr'].forEach((c, p) => expectPointer('euc-kr', [Math.floor(p / 190) + 0x81, p % 190 + 0x41], cp(c)));
+DATA.jis0208.forEach((c, p) => {
+  const l = Math.floor(p / 188), t = p % 188;
+  const sjis = [l + (l < 0x1f ? 0x81 : 0xc1), t + (t < 0x3f ? 0x40 : 0x41)];
+  expectPointer('shift_jis', sjis, p >= 8836 && p <= 10715 ? String.fromCharCode(0xe000 - 8836 + p) : cp(c));
+  if (p >= 94 * 94) return;
+  const row = Math.floor(p / 94), col = p % 94;
+  expectPointer('euc-jp', [row + 0xa1, col + 0xa1], cp(c));
+  expectPointer('iso-2022-jp', [0x1b, 0x24, 0x42, row + 0x21, col + 0x21], cp(c));
+});
+DATA.jis0212.forEach((c, p) => {
+  expectPointer('euc-jp', [0x8f, Math.floor(p / 94) + 0xa1, p % 94 + 0xa1], cp(c));
+});
 """,
 }
 
@@ -385,6 +440,7 @@ _FILES: tuple[tuple[str, str, str], ...] = (
         "dataurls",
     ),
     ("whatwg-encoding/encodings.json", "whatwg-encoding/encodings.json", "encodings"),
+    ("whatwg-encoding/indexes.json", "whatwg-encoding/indexes.json", "indexes"),
 )
 
 FILE_NAMES: tuple[str, ...] = tuple(name for name, _, _ in _FILES)
