@@ -54,6 +54,7 @@ __all__ = [
     "BrokerSettings",
     "SettingsError",
     "WorkerSettings",
+    "check_redis_url",
 ]
 
 TASK_NAME: Final = "codemode.execute"
@@ -111,6 +112,19 @@ _ENV_BY_FIELD: Final = {
 
 class SettingsError(ValueError):
     """A fleet setting from the environment is malformed or contradicts another."""
+
+
+REDIS_URL_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+
+
+def check_redis_url(url: str, source: str) -> None:
+    """Refuse a Redis URL that no client could connect with; ``source`` names where it came
+    from (an environment variable, or a command-line flag), so the message points there."""
+    if not isinstance(url, str) or not url.startswith(REDIS_URL_SCHEMES):
+        raise SettingsError(
+            f"{source} must be a Redis URL (redis://host:port/db, rediss://... or "
+            f"unix:///path.sock), got {url!r}."
+        )
 
 
 @dataclass(frozen=True)
@@ -178,8 +192,7 @@ class BrokerSettings:
             )
         if self.key_ttl_ms < 2 * max(self.lease_ttl_ms, self.host_ttl_ms):
             raise SettingsError("key_ttl_ms must be at least twice the lease and host TTLs.")
-        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
-            raise SettingsError(f"{ENV_REDIS_URL} must be a redis:// URL, got {self.redis_url!r}.")
+        check_redis_url(self.redis_url, ENV_REDIS_URL)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BrokerSettings:
@@ -346,9 +359,11 @@ class WorkerSettings:
     """One worker process: how many jobs it runs at once and the isolate pool behind them."""
 
     concurrency: int = 2
-    """Celery threads, and isolate children for jobs: one job holds one isolate while it
+    """Jobs at once, and isolate children for jobs: one job holds one isolate while it
     runs, so the two are equal and a claimed job never waits for an isolate (the pool has
-    ``max_handles`` children more, for retained handles)."""
+    ``max_handles`` children more, for retained handles). The same with either Celery pool:
+    jobs never go through it. A worker started with Celery's own ``-c N`` sizes its isolate
+    pool from that instead (``workers/app.py``), so the two never disagree."""
     pool: str = "threads"
     """``threads`` or ``solo``. Never prefork: the worker supervises its own children, and
     no process that forks ever loads V8 (isolates live in spawned children)."""
@@ -401,8 +416,6 @@ class WorkerSettings:
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise SettingsError(f"{name} must be true or false, got {value!r}.")
-        if self.pool == "solo" and self.concurrency != 1:
-            object.__setattr__(self, "concurrency", 1)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> WorkerSettings:

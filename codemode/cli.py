@@ -186,19 +186,23 @@ def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO
     return EXIT_OK if outcome.error is None else EXIT_PROGRAM_ERROR
 
 
+def _fleet_missing(exc: ModuleNotFoundError, stderr: TextIO) -> int:
+    """The install sentence when ``exc`` is a module of the fleet extra; else re-raise."""
+    if (exc.name or "").split(".")[0] not in _FLEET_MODULES:
+        raise exc
+    print(
+        "codemode worker: the fleet is not installed (missing module "
+        f"{exc.name!r}). Install the fleet extra: pip install 'codemode[fleet]'.",
+        file=stderr,
+    )
+    return EXIT_FAULT
+
+
 def _worker(argv: list[str], stderr: TextIO) -> int:
     try:
         module = importlib.import_module("workers.cli")
     except ModuleNotFoundError as exc:
-        missing = (exc.name or "").split(".")[0]
-        if missing in _FLEET_MODULES:
-            print(
-                "codemode worker: the fleet is not installed (missing module "
-                f"{exc.name!r}). Install the fleet extra: pip install 'codemode[fleet]'.",
-                file=stderr,
-            )
-            return EXIT_FAULT
-        raise
+        return _fleet_missing(exc, stderr)
     entry = getattr(module, "main", None)
     if not callable(entry):
         print("codemode worker: workers.cli has no main(argv) to call.", file=stderr)
@@ -207,6 +211,8 @@ def _worker(argv: list[str], stderr: TextIO) -> int:
         status = entry(argv)
     except SystemExit as exc:  # the fleet's own argparse (--help, bad flags)
         return exc.code if isinstance(exc.code, int) else EXIT_FAULT
+    except ModuleNotFoundError as exc:  # the fleet's modules load as the worker starts
+        return _fleet_missing(exc, stderr)
     return int(status) if isinstance(status, int) else EXIT_OK
 
 

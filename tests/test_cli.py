@@ -257,3 +257,81 @@ def test_console_script() -> None:
     proc = subprocess.run([script, "run", "-e", "async () => 'ok'"], capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert outcome_of(proc)["result"] == "ok"
+
+
+# ---- starting a worker: what goes wrong says so in one sentence ------------------------
+
+NO_CELERY = '''
+import sys
+
+
+class _NoFleet:
+    """Act as if the fleet extra were not installed: celery and kombu do not import."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("celery", "kombu"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoFleet())
+'''
+
+
+def worker_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "codemode", "worker", *args],
+        capture_output=True,
+        timeout=90,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})},
+    )
+
+
+def test_worker_without_the_fleet_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    """The real command, in a process where celery does not import (a sitecustomize on
+    PYTHONPATH): the install sentence, exit 2, no traceback."""
+    (tmp_path / "sitecustomize.py").write_text(NO_CELERY)
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    proc = worker_command("--concurrency", "2", env={"PYTHONPATH": path})
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "pip install 'codemode[fleet]'" in err and "'celery'" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--loglevel", "LOUD"], ["--loglevel", "LOUD", "DEBUG, INFO"]),
+        (["--redis-url", "notaurl"], ["--redis-url", "notaurl", "redis://"]),
+        (["--concurrency", "0"], ["--concurrency", "at least 1"]),
+        (["--wait-for-redis", "soon"], ["--wait-for-redis", "soon"]),
+    ],
+)
+def test_worker_bad_flag_names_the_flag(args: list[str], names: list[str]) -> None:
+    proc = worker_command(*args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    for name in names:
+        assert name in err
+    assert "CODEMODE_REDIS_URL" not in err
+    assert "Traceback" not in err
+
+
+def test_worker_bad_environment_names_the_variable() -> None:
+    proc = worker_command(env={"CODEMODE_REDIS_URL": "notaurl"})
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "CODEMODE_REDIS_URL" in err and "notaurl" in err
+    assert "Traceback" not in err
+
+
+def test_worker_with_redis_down_says_so_first_and_gives_up_when_told() -> None:
+    """Nothing listens on port 1: the first line says Redis is not answering, and
+    ``--wait-for-redis 1`` ends the start with exit 1 instead of retrying forever."""
+    proc = worker_command("--redis-url", "redis://127.0.0.1:1/0", "--wait-for-redis", "1")
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1, lines
+    assert "Redis at redis://127.0.0.1:1/0 is not answering" in lines[0]
+    assert "did not start" in lines[-1]
+    assert not any("Traceback" in line for line in lines)

@@ -1,7 +1,15 @@
 """The Celery app of a codemode worker, configured from ``broker_config`` (the environment).
 
-``celery -A workers.app worker`` works too (the pool defaults to threads here); the one
-documented command is ``python -m workers`` (see ``workers/cli.py``).
+``celery -A workers worker`` (or ``-A workers.app``) works too (the pool defaults to threads
+here); the one documented command is ``python -m workers`` (see ``workers/cli.py``).
+
+However a worker is started, the number of jobs it takes and the isolate pool that runs them
+agree: Celery lets a worker hold ``concurrency`` unacked jobs (its prefetch count, with the
+multiplier at 1), and the isolate pool is sized from Celery's resolved ``concurrency`` when
+the worker starts (``worker_init``), whether it came from ``-c``, ``--concurrency``,
+``CODEMODE_WORKER_CONCURRENCY`` or Celery's own configuration. What would break that
+agreement (``--autoscale``, a prefetch multiplier other than 1, prefork) is refused at start
+with a sentence.
 
 The worker process never forks a process that has loaded V8, and loads none itself: its
 isolate pool spawns children. The runtime starts when the worker starts (``worker_init``)
@@ -21,15 +29,17 @@ consumer's thread before a task can start, it cost every job 0.35 ms when jobs h
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 from typing import Any
 
 from celery import Celery, bootsteps, signals
 
-from broker_config import BrokerSettings, WorkerSettings
+from broker_config import ENV_WORKER_CONCURRENCY, BrokerSettings, WorkerSettings
 from codemode.fleet import WorkerRuntime
 
-__all__ = ["READY_MARK", "app", "runtime", "settings"]
+__all__ = ["READY_MARK", "app", "jobs_at_once", "runtime", "settings"]
 
 READY_MARK = "codemode-worker ready"
 """Printed once the isolate pool is warm and the worker consumes its queue."""
@@ -46,6 +56,31 @@ runtime = WorkerRuntime(settings, worker_settings)
 log = logging.getLogger("codemode.fleet.worker")
 
 
+def jobs_at_once(worker: Any) -> int:
+    """How many jobs Celery lets ``worker`` (its ``WorkController``, at ``worker_init``)
+    hold at once: its prefetch count, ``concurrency`` with the multiplier at 1. Raises
+    ``SystemExit`` with a sentence for a start whose job count would not be fixed."""
+    options = getattr(worker, "options", None) or {}
+    if options.get("autoscale"):
+        raise SystemExit(
+            "codemode workers have a fixed size: start them with --concurrency N (jobs at once, "
+            "one isolate child each), not --autoscale; the isolate pool is sized once, at start."
+        )
+    multiplier = getattr(worker, "prefetch_multiplier", 1)
+    if multiplier != 1:
+        raise SystemExit(
+            f"codemode workers take one job per isolate child: leave --prefetch-multiplier at 1 "
+            f"(got {multiplier}) and raise --concurrency for more jobs at once."
+        )
+    concurrency = getattr(worker, "concurrency", None)
+    if isinstance(concurrency, str):  # Celery's "auto": resolved here, so both sides agree
+        concurrency = len(os.sched_getaffinity(0))
+        worker.concurrency = concurrency
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise SystemExit(f"codemode workers need a concurrency of at least 1, got {concurrency!r}.")
+    return concurrency
+
+
 def _start_runtime(sender: Any = None, **_: Any) -> None:
     pool = str(getattr(getattr(sender, "pool_cls", None), "__module__", ""))
     if "prefork" in pool:
@@ -53,6 +88,16 @@ def _start_runtime(sender: Any = None, **_: Any) -> None:
             "codemode workers run with --pool threads or --pool solo: a prefork child must not "
             "run an isolate pool (deadlines are the executor's own, not Celery's)."
         )
+    if sender is not None:
+        jobs = jobs_at_once(sender)
+        if jobs != runtime.worker.concurrency:
+            log.info(
+                "codemode worker: Celery takes %d jobs at once; the isolate pool follows (%s was %d)",
+                jobs,
+                ENV_WORKER_CONCURRENCY,
+                runtime.worker.concurrency,
+            )
+            runtime.worker = dataclasses.replace(runtime.worker, concurrency=jobs)
     runtime.start()
 
 
@@ -65,8 +110,8 @@ def _consume_own_queue(sender: Any = None, instance: Any = None, **_: Any) -> No
 def _announce(sender: Any = None, **_: Any) -> None:
     print(
         f"{READY_MARK} worker={runtime.worker_id} queue={settings.queue} "
-        f"own_queue={runtime.queue} concurrency={worker_settings.concurrency} "
-        f"max_handles={worker_settings.max_handles}",
+        f"own_queue={runtime.queue} concurrency={runtime.worker.concurrency} "
+        f"max_handles={runtime.worker.max_handles}",
         flush=True,
     )
 

@@ -4,12 +4,18 @@
 
     python -m workers [--redis-url URL] [--queue NAME] [--concurrency N]
                       [--pool threads|solo] [--loglevel INFO] [--hostname NAME]
+                      [--wait-for-redis SECONDS]
 
 Flags override the environment (``CODEMODE_REDIS_URL``, ``CODEMODE_QUEUE``,
 ``CODEMODE_WORKER_CONCURRENCY``, ``CODEMODE_WORKER_POOL``); every other setting, such as
 ``CODEMODE_WORKER_MAX_HANDLES`` and ``CODEMODE_HANDLE_IDLE_TTL_S`` for retained handles, comes
 from the environment only (see ``broker_config``). The worker runs until SIGTERM (warm
 shutdown: running jobs finish) or SIGINT.
+
+Before Celery starts, the command checks everything it can say in one sentence: a flag or
+setting that is malformed (exit 2, naming the flag or the variable), the fleet extra not
+installed (exit 2), Redis not answering (said on the first line; the worker waits for it,
+or, with ``--wait-for-redis SECONDS``, gives up after that long with exit 1).
 
 It consumes ``--queue`` and a queue of its own, ``codemode.worker.<worker id>``, where the
 invocations of the handles it retains arrive (``celery_argv`` names both when given the
@@ -22,6 +28,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from broker_config import (
     ENV_QUEUE,
@@ -31,9 +38,58 @@ from broker_config import (
     BrokerSettings,
     SettingsError,
     WorkerSettings,
+    check_redis_url,
 )
 
-__all__ = ["celery_argv", "main"]
+from ._redis_wait import wait_for_redis
+
+__all__ = ["EXIT_USAGE", "LOG_LEVELS", "celery_argv", "main"]
+
+EXIT_USAGE = 2
+"""Bad arguments, a malformed setting, or the fleet extra missing: nothing to retry."""
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "FATAL")
+"""What Celery's ``--loglevel`` accepts (in any case)."""
+
+FLEET_MODULES = frozenset({"celery", "kombu", "redis", "billiard", "hiredis", "vine", "click"})
+"""Top-level modules of the ``fleet`` extra: one of them missing means it is not installed."""
+
+INSTALL_HINT = "Install the fleet extra: pip install 'codemode[fleet]'."
+
+
+def _loglevel(text: str) -> str:
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return level
+
+
+def _concurrency(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of jobs, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _redis_url(text: str) -> str:
+    try:
+        check_redis_url(text, "the URL")
+    except SettingsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,18 +98,27 @@ def _parser() -> argparse.ArgumentParser:
         description="Run a codemode Celery worker: it takes execute jobs from Redis and runs "
         "them on its own isolate pool.",
     )
-    parser.add_argument("--redis-url", help=f"Redis URL (default: ${ENV_REDIS_URL})")
+    parser.add_argument("--redis-url", type=_redis_url, help=f"Redis URL (default: ${ENV_REDIS_URL})")
     parser.add_argument("--queue", help=f"queue to consume (default: ${ENV_QUEUE} or codemode)")
     parser.add_argument(
         "--concurrency",
-        type=int,
+        type=_concurrency,
         help=f"jobs at once = isolate children (default: ${ENV_WORKER_CONCURRENCY} or 2)",
     )
     parser.add_argument(
         "--pool", choices=("threads", "solo"), help=f"Celery pool (default: ${ENV_WORKER_POOL} or threads)"
     )
-    parser.add_argument("--loglevel", default="INFO")
+    parser.add_argument(
+        "--loglevel", type=_loglevel, default="INFO", help=f"one of {', '.join(LOG_LEVELS)} (default: INFO)"
+    )
     parser.add_argument("--hostname", help="Celery node name (default: codemode@%%h)")
+    parser.add_argument(
+        "--wait-for-redis",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up (exit 1) when Redis has not answered after this long at start "
+        "(default: wait for it as long as it takes)",
+    )
     return parser
 
 
@@ -89,32 +154,49 @@ def celery_argv(
     return argv
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run a worker until it is stopped; returns the exit status (2 for bad arguments)."""
-    try:
-        args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:  # --help, or arguments argparse refused
-        return exc.code if isinstance(exc.code, int) else 2
-    # The app reads the environment at import: apply the flags there first.
+def _apply_flags(args: argparse.Namespace) -> None:
+    """The app reads the environment at import: the flags go there first."""
     if args.redis_url:
         os.environ[ENV_REDIS_URL] = args.redis_url
     if args.queue:
         os.environ[ENV_QUEUE] = args.queue
-    if args.concurrency is not None and args.concurrency < 1:
-        print("codemode worker: --concurrency must be at least 1", file=sys.stderr)
-        return 2
     if args.concurrency is not None:
         os.environ[ENV_WORKER_CONCURRENCY] = str(args.concurrency)
     if args.pool:
         os.environ[ENV_WORKER_POOL] = args.pool
+
+
+def _fleet_missing(exc: ModuleNotFoundError, err: TextIO) -> int:
+    if (exc.name or "").split(".")[0] not in FLEET_MODULES:
+        raise exc
+    print(
+        f"codemode worker: the fleet is not installed (missing module {exc.name!r}). {INSTALL_HINT}", file=err
+    )
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a worker until it is stopped; returns the exit status (2 for bad arguments or
+    settings and a missing fleet extra, 1 when Redis did not answer in time)."""
+    err = sys.stderr
+    try:
+        args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # --help, or arguments argparse refused
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    _apply_flags(args)
     try:
         settings = BrokerSettings.from_env()
         worker = WorkerSettings.from_env()
     except SettingsError as exc:
-        print(f"codemode worker: {exc}", file=sys.stderr)
-        return 2
-    from workers.app import app, runtime
-
+        print(f"codemode worker: {exc}", file=err)
+        return EXIT_USAGE
+    try:
+        from workers.app import app, runtime
+    except ModuleNotFoundError as exc:
+        return _fleet_missing(exc, err)
+    status = wait_for_redis(settings, args.wait_for_redis, err)
+    if status is not None:
+        return status
     try:
         app.worker_main(
             celery_argv(
@@ -123,5 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except SystemExit as exc:
         code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        if isinstance(code, str):  # a sentence (workers.app refuses a start it cannot serve)
+            print(f"codemode worker: {code}", file=err)
+            return EXIT_USAGE
+        return code if isinstance(code, int) else 0
     return 0
