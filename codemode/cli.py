@@ -6,6 +6,7 @@
     codemode run -e CODE         run CODE
     codemode run -               run the program read from stdin
     codemode worker ...          start a fleet worker (needs the ``fleet`` extra)
+    codemode mcp --config FILE   serve an execute tool over MCP (needs the ``mcp`` extra)
 
 ``run`` prints the outcome as one JSON object on stdout,
 ``{"result": ..., "error": ..., "logs": [{"level": ..., "text": ...}]}``, and exits with
@@ -92,6 +93,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="no network for the program: fetch rejects with the declared text",
     )
 
+    commands.add_parser("mcp", help="serve an execute tool over MCP (codemode mcp --help)", add_help=False)
     commands.add_parser(
         "worker",
         help="start a fleet worker (needs the fleet extra: pip install 'codemode[fleet]')",
@@ -216,12 +218,26 @@ def _worker(argv: list[str], stderr: TextIO) -> int:
     return int(status) if isinstance(status, int) else EXIT_OK
 
 
+def _mcp(argv: list[str]) -> int:
+    try:
+        from .mcp._command import main as serve
+    except ModuleNotFoundError as exc:
+        print(
+            f"codemode mcp: the MCP SDK is missing ({exc.name!r}): pip install 'codemode[mcp]'.",
+            file=sys.stderr,
+        )
+        return EXIT_FAULT
+    return serve(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "worker":
         # Everything after `worker` belongs to the fleet's own parser.
         return _worker(args_list[1:], sys.stderr)
+    if args_list and args_list[0] == "mcp":
+        return _mcp(args_list[1:])
     parser = _build_parser()
     try:
         args = parser.parse_args(args_list)
