@@ -57,6 +57,7 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
+    param_depth = 0  # the indentation of a parameter's first line in its section
     for raw in text.splitlines():
         line = raw.strip()
         if set(line) == {"-"}:
@@ -78,7 +79,10 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
         if section is None:
             summary.append(raw)
         elif section == "params" and line:
-            indented = raw.startswith((" ", "\t")) and current is not None
+            depth = len(raw) - len(raw.lstrip())
+            if current is None:
+                param_depth = depth
+            indented = current is not None and depth > param_depth
             google = None if indented else _GOOGLE_PARAM.match(line)
             if google:
                 current = google["name"].lstrip("*")
