@@ -27,6 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, Tool
 
 from .._dispatch import tool_error
+from ..tools import ToolSpec
+from ..tools._check import ObjectArguments
 from ._config import HttpServer, ServerConfig, StdioServer
 from ._names import js_names
 from ._results import result_envelope
@@ -44,27 +46,46 @@ _HTTP_READ_TIMEOUT_S = 300.0
 @dataclass(frozen=True)
 class McpTool:
     """One tool of an upstream server, as the program sees it: ``js_name`` is the property
-    on the provider, ``name`` the server's own name for it."""
+    on the provider, ``name`` the server's own name for it. ``spec`` describes it for the
+    declarations; ``arguments`` checks a call before it leaves for the server (``None``
+    when the server's schema cannot check anything: the server then checks alone)."""
 
     js_name: str
     name: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    spec: ToolSpec
+    arguments: ObjectArguments | None
+
+
+def _spec(provider: str, js_name: str, tool: Tool) -> ToolSpec:
+    description = tool.description or ""
+    if js_name != tool.name:
+        # The mapping, where the model reads: the server's own name for the tool.
+        description = f"(The MCP tool {tool.name!r}.) {description}".rstrip()
+    try:
+        return ToolSpec(provider, js_name, description, dict(tool.input_schema), tool.output_schema)
+    except ValueError:  # a schema whose root is not an object: declared loosely, the server checks
+        return ToolSpec(provider, js_name, description, {"type": "object"}, tool.output_schema)
+
+
+def _checker(spec: ToolSpec) -> ObjectArguments | None:
+    try:
+        return ObjectArguments(spec.parameters)
+    except Exception:  # jsonschema's SchemaError: an upstream schema we cannot check against
+        log.warning("the input schema of %s cannot be checked; its server checks alone", spec)
+        return None
 
 
 class ConnectFailed(Exception):
     """The server could not be started or reached, or did not list its tools in time."""
 
 
-def _mcp_tools(listing: list[Tool]) -> dict[str, McpTool]:
+def _mcp_tools(provider: str, listing: list[Tool]) -> dict[str, McpTool]:
     by_name = {tool.name: tool for tool in listing}
-    return {
-        js: McpTool(
-            js, name, by_name[name].description or "", by_name[name].input_schema, by_name[name].output_schema
-        )
-        for js, name in js_names(by_name).items()
-    }
+    tools: dict[str, McpTool] = {}
+    for js, name in js_names(by_name).items():
+        spec = _spec(provider, js, by_name[name])
+        tools[js] = McpTool(js, name, spec, _checker(spec))
+    return tools
 
 
 async def _list_tools(client: Client) -> list[Tool]:
@@ -136,7 +157,7 @@ class Connection:
             with bound:
                 async with _open(config) as client:
                     listing = await _list_tools(client)
-                    self.tools, self._client, self._stop = _mcp_tools(listing), client, stop
+                    self.tools, self._client, self._stop = _mcp_tools(config.name, listing), client, stop
                     bound.deadline = math.inf
                     started = True
                     task_status.started()

@@ -27,7 +27,9 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from .._dispatch import tool_error
 from .._request import Provider
-from ..tools import ToolRegistry
+from ..tools import ToolRegistry, ToolSpec, typescript_declarations
+from ..tools._check import ArgumentMismatch
+from ..tools._typescript import method_signature
 from ._config import ServerConfig
 from ._connection import Connection, McpTool
 
@@ -44,23 +46,14 @@ class McpTools:
 
     Entering connects to every server and lists its tools (a server that cannot be reached
     raises :class:`McpUnavailable` naming it); leaving closes the sessions and stops the
-    servers' processes. ``registry`` adds the tools of a :class:`~codemode.tools.ToolRegistry`
-    under its own providers. Usable as a sync context manager too.
+    servers' processes. ``registries`` adds the tools of :class:`~codemode.tools.ToolRegistry`
+    objects under their own providers. Usable as a sync context manager too.
     """
 
-    def __init__(self, servers: Sequence[ServerConfig], *, registry: ToolRegistry | None = None) -> None:
-        names = [server.name for server in servers]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise ValueError(f"Two MCP servers are mounted under the same name: {', '.join(twice)}.")
-        if registry is not None:
-            clash = sorted(set(names) & {p.name for p in registry.providers()})
-            if clash:
-                raise ValueError(
-                    f"{', '.join(clash)} names both an MCP server and a provider of the registry; rename one."
-                )
+    def __init__(self, servers: Sequence[ServerConfig], *, registries: Sequence[ToolRegistry] = ()) -> None:
         self.servers = tuple(servers)
-        self.registry = registry
+        self.registries = tuple(registries)
+        self._routes = _routes(self.servers, self.registries)
         self._connections: dict[str, Connection] = {}
         self._portal: BlockingPortal | None = None
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
@@ -144,9 +137,19 @@ class McpTools:
         """Each server's tools, as last listed, by provider name."""
         return {name: list(c.tools.values()) for name, c in self._connected().items()}
 
+    def specs(self) -> list[ToolSpec]:
+        """Every tool, as the model is told about it: the servers', then the registries'."""
+        mounted = [tool.spec for tools in self.tools().values() for tool in tools]
+        return mounted + [spec for registry in self.registries for spec in registry.specs()]
+
+    def declarations(self) -> str:
+        """TypeScript declarations of every tool, for a prompt (a renamed MCP tool's
+        description starts with its server's name for it)."""
+        return typescript_declarations(self.specs())
+
     def providers(self) -> list[Provider]:
         mounted = [Provider(name, tuple(c.tools)) for name, c in self._connected().items()]
-        return mounted + (self.registry.providers() if self.registry is not None else [])
+        return mounted + [p for registry in self.registries for p in registry.providers()]
 
     def _connected(self) -> dict[str, Connection]:
         if self._portal is None:
@@ -160,15 +163,20 @@ class McpTools:
         providers' to the registry; anything else is refused."""
         connection = self._connections.get(provider)
         if connection is None:
-            if self.registry is not None:
-                return await self.registry.dispatch(provider, tool, args_json)
+            registry = self._routes.get(provider)
+            if registry is None:
+                # (a provider a registry gained after the set was made)
+                registry = next((r for r in self.registries if provider in _names(r)), None)
+            if registry is not None:
+                return await registry.dispatch(provider, tool, args_json)
             return tool_error(f"{provider}.{tool} is not a tool this host serves.")
-        if tool not in connection.tools:
+        found = connection.tools.get(tool)
+        if found is None:
             served = ", ".join(f"{provider}.{name}" for name in connection.tools)
             return tool_error(
                 f"{provider}.{tool} is not a tool this host serves. This host serves: {served}."
             )
-        arguments = _arguments(provider, tool, args_json)
+        arguments = _arguments(found, args_json)
         if isinstance(arguments, str):
             return arguments
         portal = self._portal
@@ -177,20 +185,57 @@ class McpTools:
         return await asyncio.wrap_future(portal.start_task_soon(connection.call, tool, arguments))
 
 
+def _names(registry: ToolRegistry) -> set[str]:
+    return {provider.name for provider in registry.providers()}
+
+
+def _routes(servers: Sequence[ServerConfig], registries: Sequence[ToolRegistry]) -> dict[str, ToolRegistry]:
+    """Which registry serves each provider; a name claimed twice is a ``ValueError``."""
+    owners: dict[str, str] = {}
+    routes: dict[str, ToolRegistry] = {}
+    claims: list[tuple[str, str, ToolRegistry | None]] = [
+        (server.name, f"the MCP server {server.name!r}", None) for server in servers
+    ]
+    for index, each in enumerate(registries):
+        claims += [(name, f"registries[{index}]", each) for name in sorted(_names(each))]
+    for name, owner, registry in claims:
+        if name in owners:
+            raise ValueError(
+                f"The provider {name!r} is claimed by both {owners[name]} and {owner}; rename one."
+            )
+        owners[name] = owner
+        if registry is not None:
+            routes[name] = registry
+    return routes
+
+
 class McpUnavailable(Exception):
     """An MCP server could not be started or reached when the tool set started."""
 
 
-def _arguments(provider: str, tool: str, args_json: str) -> dict[str, Any] | str:
-    """The one object argument an MCP tool takes, or an error envelope saying what to pass."""
+def _arguments(tool: McpTool, args_json: str) -> dict[str, Any] | str:
+    """The one object argument an MCP tool takes, checked against its input schema, or an
+    error envelope saying what was wrong and how the tool is declared."""
+    spec = tool.spec
+    try:
+        if tool.arguments is not None:
+            value = tool.arguments.value(args_json)
+        else:
+            value = _one_object(args_json)
+    except ArgumentMismatch as exc:
+        return tool_error(
+            f"{spec} was called with the wrong arguments: {exc}. It is declared as {method_signature(spec)}."
+        )
+    if not isinstance(value, dict):
+        return tool_error(f"{spec} takes one object of named arguments, like {spec}({{ name: value }}).")
+    return value
+
+
+def _one_object(args_json: str) -> Any:
     try:
         args = msgspec.json.decode(args_json)
     except msgspec.DecodeError:
-        return tool_error(f"The arguments to {provider}.{tool} were not a JSON array.")
-    if isinstance(args, list) and not args:
-        return {}
-    if isinstance(args, list) and len(args) == 1 and isinstance(args[0], dict):
-        return args[0]
-    return tool_error(
-        f"{provider}.{tool} takes one object of named arguments, like {provider}.{tool}({{ name: value }})."
-    )
+        raise ArgumentMismatch("the arguments were not a JSON array") from None
+    if not isinstance(args, list) or len(args) > 1:
+        raise ArgumentMismatch("expected one object argument")
+    return args[0] if args else {}
