@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass, field
-from typing import Final
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Final, TypeVar
 
 from ._faults import InvalidRequest
 
@@ -23,11 +24,25 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_MEMORY_LIMIT_MB",
     "DEFAULT_TIMEOUT_MS",
+    "MAX_HANDLE_IDLE_TTL_S",
+    "MAX_LOG_ENTRIES_BOUND",
+    "MAX_MEMORY_LIMIT_MB",
+    "MAX_MESSAGE_BYTES_BOUND",
+    "MAX_POOL_WORKERS",
+    "MAX_REQUEST_BYTES_CEILING",
+    "MAX_TIMEOUT_CEILING_MS",
+    "MIN_MEMORY_LIMIT_MB",
     "UNSET",
     "Ceilings",
     "ExecutorConfig",
     "PoolConfig",
     "Unset",
+    "check_bool",
+    "check_child_env",
+    "check_handle_idle_ttl",
+    "check_int",
+    "check_memory_limit",
+    "config_object",
 ]
 
 
@@ -61,12 +76,103 @@ DEFAULT_MAX_TIMEOUT_MS: Final = 300_000
 DEFAULT_MAX_REQUEST_BYTES: Final = 8 * 1024 * 1024
 """Operator ceiling: code plus modules plus provider declarations, in UTF-8 bytes."""
 MIN_MEMORY_LIMIT_MB: Final = 16
+"""The smallest ``memory_limit``: below it the runtime itself does not fit in the heap."""
+MAX_MEMORY_LIMIT_MB: Final = 4096
+"""The largest ``memory_limit``: V8's heap cannot grow past 4 GB (its pointer-compression
+cage), whatever it is told. A limit above the machine's physical memory is refused too."""
+MAX_POOL_WORKERS: Final = 128
+"""The largest ``pool.max_workers``. Each worker is a child process with an engine of its
+own (tens of MB before its first run), and a child runs on one core at a time: more
+children than cores only wait for the CPU."""
+MAX_MESSAGE_BYTES_BOUND: Final = 64 * 1024 * 1024
+"""The largest ``max_message_bytes``: a message crosses the child's pipe in one frame
+(``_protocol.MAX_FRAME_BYTES``, 256 MB) with room for its encoding."""
+MAX_LOG_ENTRIES_BOUND: Final = 100_000
+"""The largest ``max_log_entries``: every entry kept travels back with the outcome."""
+MAX_TIMEOUT_CEILING_MS: Final = 3_600_000
+"""The largest ``ceilings.max_timeout_ms`` (an hour): a run holds a child for its whole clock."""
+MAX_REQUEST_BYTES_CEILING: Final = 64 * 1024 * 1024
+"""The largest ``ceilings.max_request_bytes``: a request crosses to its child in one frame."""
+MAX_HANDLE_IDLE_TTL_S: Final = 86_400.0
+"""The largest ``handle_idle_ttl`` (a day): a retained isolate holds a child until then."""
 
 
-def _positive_int(name: str, value: object, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidRequest(f"{name} must be an integer >= {minimum}, got {value!r}.")
+def check_int(
+    name: str, value: object, *, minimum: int = 1, maximum: int | None = None, unit: str = ""
+) -> int:
+    """``value`` as an integer in ``[minimum, maximum]``, or InvalidRequest naming the option,
+    the value and the accepted range."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        accepted = (
+            f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}"
+        )
+        raise InvalidRequest(f"{name} must be {accepted}{unit}, got {value!r}.")
     return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidRequest(f"{name} must be True or False, got {value!r}.")
+    return value
+
+
+def _physical_memory_mb() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory_limit(value: object) -> int:
+    """``memory_limit`` in MB: from MIN_MEMORY_LIMIT_MB to MAX_MEMORY_LIMIT_MB, and no more
+    than the machine has."""
+    mb = check_int(
+        "memory_limit", value, minimum=MIN_MEMORY_LIMIT_MB, maximum=MAX_MEMORY_LIMIT_MB, unit=" (MB)"
+    )
+    physical = _physical_memory_mb()
+    if physical is not None and mb > physical:
+        raise InvalidRequest(
+            f"memory_limit must be at most this machine's physical memory ({physical} MB), got {mb}."
+        )
+    return mb
+
+
+def check_child_env(value: object) -> dict[str, str] | None:
+    """``child_env``: None (the host's PATH, locale and ``CODEMODE_*`` variables) or a mapping
+    of names to values, both strings that an environment can hold."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(
+            f"child_env must be a mapping of variable names to string values, or None; got {value!r}."
+        )
+    for key, text in value.items():
+        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+            raise InvalidRequest(
+                f"child_env: {key!r} is not a variable name (a non-empty string without '=' or NUL)."
+            )
+        if not isinstance(text, str) or "\0" in text:
+            raise InvalidRequest(f"child_env[{key!r}] must be a string without NUL, got {text!r}.")
+    return dict(value)
+
+
+def check_handle_idle_ttl(value: object) -> float:
+    """``handle_idle_ttl`` in seconds: a positive finite number up to MAX_HANDLE_IDLE_TTL_S."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= MAX_HANDLE_IDLE_TTL_S
+    ):
+        raise InvalidRequest(
+            f"handle_idle_ttl must be a number of seconds above 0 and at most "
+            f"{MAX_HANDLE_IDLE_TTL_S:.0f}, got {value!r}."
+        )
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -75,6 +181,8 @@ class PoolConfig:
 
     max_workers: int = DEFAULT_MAX_WORKERS
     max_queue: int = DEFAULT_MAX_QUEUE
+    """Calls that may wait while every child is busy; 0 means no line: a call is served
+    only when a child is free (or starting for it)."""
     pin_cpus: bool = True
     """Pin each child to one core, spread over the cores this process may use (see
     ``_placement.py``); turn off when something else places the processes."""
@@ -85,12 +193,10 @@ class PoolConfig:
     isolate; turn off where that memory matters more than recovery time."""
 
     def __post_init__(self) -> None:
-        _positive_int("pool.max_workers", self.max_workers)
-        _positive_int("pool.max_queue", self.max_queue, minimum=0)
-        for name in ("pin_cpus", "standby"):
-            value = getattr(self, name)
-            if not isinstance(value, bool):
-                raise InvalidRequest(f"pool.{name} must be True or False, got {value!r}.")
+        check_int("pool.max_workers", self.max_workers, maximum=MAX_POOL_WORKERS)
+        check_int("pool.max_queue", self.max_queue, minimum=0)
+        check_bool("pool.pin_cpus", self.pin_cpus)
+        check_bool("pool.standby", self.standby)
 
 
 @dataclass(frozen=True)
@@ -101,8 +207,29 @@ class Ceilings:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     def __post_init__(self) -> None:
-        _positive_int("ceilings.max_timeout_ms", self.max_timeout_ms)
-        _positive_int("ceilings.max_request_bytes", self.max_request_bytes)
+        check_int("ceilings.max_timeout_ms", self.max_timeout_ms, maximum=MAX_TIMEOUT_CEILING_MS)
+        check_int("ceilings.max_request_bytes", self.max_request_bytes, maximum=MAX_REQUEST_BYTES_CEILING)
+
+
+C = TypeVar("C", PoolConfig, Ceilings)
+
+
+def config_object(name: str, cls: type[C], value: object) -> C:
+    """An option given as its config object, a mapping of its fields, or None (the defaults)."""
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    keys = [f.name for f in fields(cls)]
+    accepted = f"{', '.join(keys[:-1])} and {keys[-1]}"
+    if isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in value if k not in keys)
+        if unknown:
+            raise InvalidRequest(f"{name} takes {accepted}, not {unknown}.")
+        return cls(**value)
+    raise InvalidRequest(
+        f"{name} must be a {cls.__name__}, a mapping with {accepted}, or None; got {value!r}."
+    )
 
 
 @dataclass(frozen=True)
@@ -118,10 +245,15 @@ class ExecutorConfig:
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     def __post_init__(self) -> None:
-        _positive_int("timeout", self.timeout_ms)
-        _positive_int("memory_limit", self.memory_limit_mb, minimum=MIN_MEMORY_LIMIT_MB)
-        _positive_int("max_message_bytes", self.max_message_bytes, minimum=1024)
-        _positive_int("max_log_entries", self.max_log_entries)
+        if not isinstance(self.pool, PoolConfig):
+            raise InvalidRequest(f"pool must be a PoolConfig, got {self.pool!r}.")
+        if not isinstance(self.ceilings, Ceilings):
+            raise InvalidRequest(f"ceilings must be a Ceilings, got {self.ceilings!r}.")
+        check_int("timeout", self.timeout_ms, unit=" (ms)")
+        check_memory_limit(self.memory_limit_mb)
+        check_bool("count_host_waits", self.count_host_waits)
+        check_int("max_message_bytes", self.max_message_bytes, minimum=1024, maximum=MAX_MESSAGE_BYTES_BOUND)
+        check_int("max_log_entries", self.max_log_entries, maximum=MAX_LOG_ENTRIES_BOUND)
         if self.timeout_ms > self.ceilings.max_timeout_ms:
             raise InvalidRequest(
                 f"timeout {self.timeout_ms} ms is above the operator ceiling "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import hashlib
 import itertools
 import threading
@@ -33,6 +32,10 @@ from ._config import (
     Ceilings,
     ExecutorConfig,
     PoolConfig,
+    check_child_env,
+    check_handle_idle_ttl,
+    check_int,
+    config_object,
 )
 from ._bulk import BulkResults, Jobs, RetryArg, SyncBulkResults, iterate_sync, map_jobs, map_jobs_ordered
 from ._dispatch import Dispatcher, RunThreads, dispatch_threads
@@ -49,7 +52,7 @@ from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
 from ._protocol import Fetch, Invoke, Run
-from ._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
+from ._request import ResolvedRequest, check_modules, check_outbound, resolve_request, resolve_timeout
 from ._texts import ENTRY_FORM
 from ._turns import Turns
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
@@ -70,20 +73,6 @@ def _network(outbound: Any) -> str:
     if outbound is None:
         return "none"
     return "policy" if callable(outbound) else "host"
-
-
-def _pool_config(pool: PoolConfig | Mapping[str, Any] | None) -> PoolConfig:
-    if pool is None:
-        return PoolConfig()
-    if isinstance(pool, PoolConfig):
-        return pool
-    keys = [f.name for f in dataclasses.fields(PoolConfig)]
-    if isinstance(pool, Mapping):
-        unknown = set(pool) - set(keys)
-        if unknown:
-            raise InvalidRequest(f"pool takes {', '.join(keys[:-1])} and {keys[-1]}, not {sorted(unknown)}.")
-        return PoolConfig(**pool)
-    raise InvalidRequest(f"pool must be a PoolConfig or a mapping with {'/'.join(keys)}.")
 
 
 class IsolateExecutor:
@@ -108,43 +97,42 @@ class IsolateExecutor:
         modules: Mapping[str, Any] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES,
-        ceilings: Ceilings | None = None,
+        ceilings: Ceilings | Mapping[str, Any] | None = None,
         child_env: Mapping[str, str] | None = None,
         max_handles: int | None = None,
         handle_idle_ttl: float = DEFAULT_HANDLE_IDLE_TTL_S,
     ) -> None:
+        # Every option is checked here, before anything starts: a mistake in one is
+        # INVALID_REQUEST naming it, never a child that fails (a retryable fault) later.
         self.config = ExecutorConfig(
             timeout_ms=timeout,
             memory_limit_mb=memory_limit,
             count_host_waits=count_host_waits,
             max_message_bytes=max_message_bytes,
             max_log_entries=max_log_entries,
-            pool=_pool_config(pool),
-            ceilings=ceilings or Ceilings(),
+            pool=config_object("pool", PoolConfig, pool),
+            ceilings=config_object("ceilings", Ceilings, ceilings),
         )
         check_outbound(outbound)
         self._outbound = outbound
-        self._modules = modules
+        self._modules = check_modules(modules)
         self._settings = SpawnSettings(
             memory_limit_mb=memory_limit,
             max_message_bytes=max_message_bytes,
             max_log_entries=max_log_entries,
-            env=dict(child_env) if child_env is not None else None,
+            env=check_child_env(child_env),
             pin_cpus=self.config.pool.pin_cpus,
         )
         self._pool: Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._disposed = False
         self._run_ids = itertools.count(1)
+        workers = self.config.pool.max_workers
         if max_handles is None:
-            max_handles = max(1, self.config.pool.max_workers - 1)
-        if isinstance(max_handles, bool) or not isinstance(max_handles, int) or max_handles < 0:
-            raise InvalidRequest(f"max_handles must be an integer >= 0, got {max_handles!r}.")
-        if not isinstance(handle_idle_ttl, (int, float)) or handle_idle_ttl <= 0:
-            raise InvalidRequest(
-                f"handle_idle_ttl must be a positive number of seconds, got {handle_idle_ttl!r}."
-            )
-        self._handles = HandleTable(max_handles, float(handle_idle_ttl))
+            max_handles = max(1, workers - 1)
+        # Each retained handle holds a child of the pool: there cannot be more than children.
+        check_int("max_handles", max_handles, minimum=0, maximum=workers, unit=" (at most pool.max_workers)")
+        self._handles = HandleTable(max_handles, check_handle_idle_ttl(handle_idle_ttl))
         self._bundles: dict[str, str] = {}
         self._dispatch_threads = dispatch_threads(self.config.pool.max_workers)
 
@@ -243,8 +231,8 @@ class IsolateExecutor:
                 "another. Nothing ran."
             )
         attempts = 4 * self.config.pool.max_workers + 4
-        for _attempt in range(attempts):
-            worker = await pool.acquire()
+        for attempt in range(attempts):
+            worker = await pool.acquire(admitted=attempt > 0)
             try:
                 return await self._run_on(worker, request, code, bundle_key, bundle)
             except NeverStarted:
@@ -380,7 +368,6 @@ class IsolateExecutor:
         """Dispose a retained isolate; its child serves ordinary runs again."""
         self._handles.release(handle)
 
-
     # ---- bulk ---------------------------------------------------------------------
 
     @property
@@ -408,6 +395,7 @@ class IsolateExecutor:
         """:meth:`map`, yielding in input order (a bounded buffer holds results that
         finish early)."""
         return map_jobs_ordered(self, jobs, concurrency=concurrency, retry=retry, options=options)
+
 
 class SyncIsolateExecutor:
     """:class:`IsolateExecutor` for sync hosts: the same arguments, blocking calls.

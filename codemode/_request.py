@@ -7,6 +7,7 @@ operator ceiling is named with its value. Nothing is clamped silently.
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,8 +17,17 @@ import msgspec
 
 from ._config import UNSET, ExecutorConfig
 from ._faults import InvalidRequest
+from ._modules import normalize_modules
 
-__all__ = ["Dispatch", "Provider", "ResolvedRequest", "check_outbound", "resolve_request", "resolve_timeout"]
+__all__ = [
+    "Dispatch",
+    "Provider",
+    "ResolvedRequest",
+    "check_modules",
+    "check_outbound",
+    "resolve_request",
+    "resolve_timeout",
+]
 
 Dispatch: TypeAlias = Callable[[str, str, str], "str | Awaitable[str]"]
 """``(provider, tool, args_json) -> envelope`` — sync or async, runs in the host."""
@@ -118,7 +128,7 @@ def _provider(value: object, index: int) -> Provider:
             f"providers[{index}].name {name!r} would shadow a name the runtime installs; choose another name."
         )
     if isinstance(tools, str) or not isinstance(tools, Sequence):
-        raise InvalidRequest(f"providers[{index}].tools must be a list of tool names.")
+        raise InvalidRequest(f"providers[{index}].tools must be a list of tool names, got {tools!r}.")
     for tool in tools:
         if not isinstance(tool, str) or not tool:
             raise InvalidRequest(f"providers[{index}].tools must hold non-empty strings, got {tool!r}.")
@@ -144,8 +154,22 @@ def check_outbound(outbound: object) -> None:
     """The one check of an outbound setting, on a request or as an executor's default."""
     if outbound is not UNSET and outbound is not None and not callable(outbound):
         raise InvalidRequest(
-            "outbound must be left out (the executor's network), None (no network) or a callable policy."
+            "outbound must be left out (the executor's network), None (no network) or a callable "
+            f"policy, got {outbound!r}."
         )
+
+
+def check_modules(modules: object) -> Mapping[str, Any] | None:
+    """A ``modules`` setting (a request's, or an executor's default): None, or a mapping whose
+    every entry is a module; InvalidRequest names the entry that is not."""
+    if modules is None:
+        return None
+    if not isinstance(modules, Mapping):
+        raise InvalidRequest(
+            f"modules must be a mapping of specifier -> module (or None), got {type(modules).__name__}."
+        )
+    normalize_modules(modules)
+    return modules
 
 
 def resolve_timeout(config: ExecutorConfig, timeout: object, default_ms: int) -> int:
@@ -154,7 +178,11 @@ def resolve_timeout(config: ExecutorConfig, timeout: object, default_ms: int) ->
     if timeout is UNSET or timeout is None:
         timeout_ms = default_ms
     else:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout < math.inf  # (NaN fails this too)
+        ):
             raise InvalidRequest(f"timeout must be a positive number of milliseconds, got {timeout!r}.")
         timeout_ms = int(timeout)
         if timeout_ms < 1:
@@ -192,13 +220,17 @@ def resolve_request(
     provider_list: tuple[Provider, ...] = ()
     if providers is not None:
         if isinstance(providers, (str, bytes, Mapping)) or not isinstance(providers, Sequence):
-            raise InvalidRequest("providers must be a list of {'name': ..., 'tools': [...]}.")
+            raise InvalidRequest(
+                f"providers must be a list of {{'name': ..., 'tools': [...]}}, got {type(providers).__name__}."
+            )
         provider_list = tuple(_provider(p, i) for i, p in enumerate(providers))
         names = [p.name for p in provider_list]
         if len(set(names)) != len(names):
             raise InvalidRequest(f"providers declare the same name twice: {names}.")
     if dispatch is not None and not callable(dispatch):
-        raise InvalidRequest("dispatch must be a callable (provider, tool, args_json) -> str.")
+        raise InvalidRequest(
+            f"dispatch must be a callable (provider, tool, args_json) -> str, got {dispatch!r}."
+        )
     if provider_list and dispatch is None:
         raise InvalidRequest(
             "providers were declared but no dispatch was given: pass dispatch=(provider, tool, "
@@ -219,10 +251,8 @@ def resolve_request(
         resolved_modules = default_modules
     elif modules is None:
         resolved_modules = None
-    elif isinstance(modules, Mapping):
-        resolved_modules = modules
     else:
-        raise InvalidRequest("modules must be a mapping of specifier -> module.")
+        resolved_modules = check_modules(modules)
     size = len(code.encode("utf-8", "surrogatepass"))
     size += sum(len(p.name) + sum(len(t) for t in p.tools) for p in provider_list)
     if resolved_modules:

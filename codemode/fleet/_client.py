@@ -36,7 +36,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from broker_config import BrokerSettings
+from broker_config import WORKER_QUEUE_PREFIX, BrokerSettings
 
 from .._config import (
     DEFAULT_COUNT_HOST_WAITS,
@@ -45,6 +45,8 @@ from .._config import (
     UNSET,
     Ceilings,
     ExecutorConfig,
+    check_int,
+    config_object,
 )
 from .._bulk import BulkResults, Jobs, RetryArg, map_jobs, map_jobs_ordered
 from .._dispatch import RunThreads, dispatch_threads
@@ -58,7 +60,7 @@ from .._faults import (
 )
 from .._handles import plain_request
 from .._outcome import Outcome
-from .._request import ResolvedRequest, check_outbound, resolve_request, resolve_timeout
+from .._request import ResolvedRequest, check_modules, check_outbound, resolve_request, resolve_timeout
 from ._clock import RedisClock
 from ._errors import BROKER_ERRORS, broker_unreachable
 from ._handles import HostHandle, HostHandles, worker_gone_text
@@ -114,6 +116,46 @@ def _json_data(modules: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
+MAX_QUEUE_TIMEOUT_MS = 300_000
+"""The longest ``queue_timeout``: ``broker_config.MAX_JOB_SECONDS`` (which the visibility
+timeout must exceed) counts five minutes of waiting in the queue."""
+MAX_FLEET_JOBS = 1_000_000
+"""The largest ``max_jobs``: each admitted job holds an entry in the admission set and may
+hold a connection of the host's pool while it runs."""
+
+
+def _fleet_overrides(
+    redis_url: object, queue_timeout: object, max_jobs: object, queue: object
+) -> dict[str, Any]:
+    """The fleet options given to the constructor, checked, as BrokerSettings fields."""
+    overrides: dict[str, Any] = {}
+    if redis_url is not None:
+        if not isinstance(redis_url, str) or not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise InvalidRequest(
+                f"redis_url must be a redis://, rediss:// or unix:// URL, got {redis_url!r}."
+            )
+        overrides["redis_url"] = redis_url
+    if queue_timeout is not None:
+        overrides["queue_timeout_ms"] = check_int(
+            "queue_timeout", queue_timeout, maximum=MAX_QUEUE_TIMEOUT_MS, unit=" (ms)"
+        )
+    if max_jobs is not None:
+        overrides["fleet_max_jobs"] = check_int("max_jobs", max_jobs, maximum=MAX_FLEET_JOBS)
+    if queue is not None:
+        if (
+            not isinstance(queue, str)
+            or not queue
+            or any(ch.isspace() or not ch.isprintable() for ch in queue)
+            or queue.startswith(WORKER_QUEUE_PREFIX)
+        ):
+            raise InvalidRequest(
+                "queue must be a non-empty name without whitespace or control characters, "
+                f"not starting with {WORKER_QUEUE_PREFIX!r} (a worker's own queue), got {queue!r}."
+            )
+        overrides["queue"] = queue
+    return overrides
+
+
 class FleetExecutor:
     """Run programs on a fleet of Celery workers; the same ``execute`` as IsolateExecutor.
 
@@ -134,21 +176,19 @@ class FleetExecutor:
         outbound: Any = UNSET,
         modules: Mapping[str, Any] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        ceilings: Ceilings | None = None,
+        ceilings: Ceilings | Mapping[str, Any] | None = None,
         queue_timeout: int | None = None,
         max_jobs: int | None = None,
         queue: str | None = None,
         settings: BrokerSettings | None = None,
     ) -> None:
-        overrides: dict[str, Any] = {}
-        if redis_url is not None:
-            overrides["redis_url"] = redis_url
-        if queue_timeout is not None:
-            overrides["queue_timeout_ms"] = queue_timeout
-        if max_jobs is not None:
-            overrides["fleet_max_jobs"] = max_jobs
-        if queue is not None:
-            overrides["queue"] = queue
+        # Every option is checked here, before anything connects: a mistake in one is
+        # INVALID_REQUEST naming it, never a retryable fault later.
+        overrides = _fleet_overrides(redis_url, queue_timeout, max_jobs, queue)
+        if settings is not None and not isinstance(settings, BrokerSettings):
+            raise InvalidRequest(
+                f"settings must be a broker_config.BrokerSettings or None, got {type(settings).__name__}."
+            )
         try:
             base = settings if settings is not None else BrokerSettings.from_env()
             self.settings = dataclasses.replace(base, **overrides)
@@ -158,11 +198,13 @@ class FleetExecutor:
             timeout_ms=timeout,
             count_host_waits=count_host_waits,
             max_message_bytes=max_message_bytes,
-            ceilings=ceilings or Ceilings(),
+            ceilings=config_object("ceilings", Ceilings, ceilings),
         )
         check_outbound(outbound)
         self._outbound = outbound
-        self._modules = modules
+        self._modules = check_modules(modules)
+        if self._modules is not None:
+            _json_data(self._modules)
         self.host_id = uuid.uuid4().hex
         self._client: aioredis.Redis | None = None
         self._scripts: FleetScripts | None = None
