@@ -1,8 +1,10 @@
 """The host's heartbeat: one key per FleetExecutor, refreshed while it lives.
 
 Workers running this host's jobs look at the key on every lease refresh. When it lapses
-(the host died, or its event loop stalled for longer than ``host_ttl_ms``) the program's
-pending tool calls reject with :func:`codemode._texts.host_gone_text` and its slot is freed.
+(the host's process died, stalled, or lost Redis for longer than ``host_ttl_ms``) the
+program's pending tool calls reject with :func:`codemode._texts.host_gone_text` and its slot
+is freed. The key is refreshed from a thread of its own (``_beat.py``), not from the event
+loop: a tool that blocks the loop makes the host busy, not gone.
 """
 
 from __future__ import annotations
@@ -11,13 +13,18 @@ import asyncio
 import contextlib
 import logging
 
+import redis
 import redis.asyncio as aioredis
 
+from ._beat import BeatThread, sync_twin
 from ._errors import BROKER_ERRORS
 
 __all__ = ["HostHeartbeat"]
 
 log = logging.getLogger("codemode.fleet")
+
+STOP_WAIT_S = 2.0
+"""How long ``stop`` waits for a beat in flight (and for the key's deletion)."""
 
 
 class HostHeartbeat:
@@ -25,8 +32,9 @@ class HostHeartbeat:
         self.client = client
         self.key = key
         self.ttl_ms = ttl_ms
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        self._sync: redis.Redis | None = None
+        self._thread: BeatThread | None = None
+        self._failing = False
 
     async def beat(self) -> None:
         await self.client.set(self.key, b"1", px=self.ttl_ms)
@@ -34,36 +42,33 @@ class HostHeartbeat:
     async def start(self) -> None:
         """Write the key once (raising if Redis is unreachable), then keep it fresh."""
         await self.beat()
-        self._task = asyncio.ensure_future(self._run())
+        self._sync = sync_twin(self.client.connection_pool)
+        self._thread = BeatThread("codemode-host-heartbeat", self.ttl_ms / 3000, self._beat_now)
+        self._thread.start()
 
-    async def _run(self) -> None:
-        interval = self.ttl_ms / 3000
-        failing = False
-        while not self._stopping:
-            await asyncio.sleep(interval)
-            if self._stopping:
-                return
-            try:
-                await self.beat()
-            except BROKER_ERRORS as exc:
-                if not failing:
-                    log.warning("host heartbeat: Redis unreachable (%s); retrying", exc)
-                failing = True
-            else:
-                if failing:
-                    log.info("host heartbeat: Redis reachable again")
-                failing = False
+    def _beat_now(self) -> None:
+        """One beat, on the heartbeat's thread."""
+        assert self._sync is not None
+        try:
+            self._sync.set(self.key, b"1", px=self.ttl_ms)
+        except BROKER_ERRORS as exc:
+            if not self._failing:
+                log.warning("host heartbeat: Redis unreachable (%s); retrying", exc)
+            self._failing = True
+        else:
+            if self._failing:
+                log.info("host heartbeat: Redis reachable again")
+            self._failing = False
 
     async def stop(self) -> None:
         """Stop beating and delete the key: this host's running jobs are told at once."""
-        self._stopping = True
-        if self._task is not None:
-            # The flag ends the loop even when a cancel lands inside a Redis command and
-            # is lost there (redis-py's asyncio client does not always re-raise it).
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._task), 2.0)
-            self._task = None
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            await asyncio.to_thread(thread.stop, STOP_WAIT_S)
+        sync, self._sync = self._sync, None
+        if sync is not None:
+            with contextlib.suppress(Exception):
+                sync.close()
         with contextlib.suppress(Exception):
-            async with asyncio.timeout(2.0):
+            async with asyncio.timeout(STOP_WAIT_S):
                 await self.client.delete(self.key)

@@ -333,7 +333,13 @@ class JobSession:
         """No message for a while: is the worker still there, is the job still coming?"""
         try:
             if self.started:
-                if not await self.client.exists(self.keys.lease):
+                async with self.client.pipeline(transaction=False) as pipe:
+                    pipe.exists(self.keys.lease).llen(self.keys.up)
+                    leased, waiting = await pipe.execute()
+                # The worker's last act drops the lease and pushes the outcome at once
+                # (``finish``): a lease gone with messages waiting is a job that ended while
+                # this loop was busy elsewhere, and the loop reads its outcome next.
+                if not leased and not waiting:
                     raise WorkerCrashed(
                         f"Worker {self.worker} stopped renewing its lease on this job (it died "
                         "or lost Redis); the program had started. The fleet never runs a "

@@ -1,0 +1,79 @@
+"""A busy host, or a busy worker, is not a dead one.
+
+The host's heartbeat and the worker's job leases are renewed from threads of their own
+(``codemode/fleet/_beat.py``), so a tool that blocks the host's event loop longer than the
+heartbeat's TTL neither makes the worker give up on the host nor makes the host give up on
+a job that finished meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from broker_config import BrokerSettings
+from codemode import tool_result
+from codemode.fleet import FleetExecutor
+from codemode.fleet._beat import BeatThread
+
+pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
+
+BLOCK_S = 6.0
+"""How long the tool blocks the host's event loop: three times the heartbeat TTL below."""
+HOST_TTL_MS = 2_000
+
+CALLS_THE_BLOCKING_TOOL = """async () => {
+  await new Promise((r) => setTimeout(r, 300));
+  return await t.block();
+}"""
+FINISHES_WHILE_THE_HOST_IS_BLOCKED = """async () => {
+  await new Promise((r) => setTimeout(r, 3500));
+  return 'b';
+}"""
+
+
+async def test_a_tool_that_blocks_the_host_loop_fails_nothing(settings: BrokerSettings) -> None:
+    """One job's tool blocks the host's loop for BLOCK_S (a sync sleep inside an async
+    dispatch); a second job of the same host finishes on its worker meanwhile. Both come
+    back right: the worker did not declare the host gone (its heartbeat beat on from its
+    thread), and the host did not call the finished job's deleted lease a crash."""
+    host = replace(settings, host_ttl_ms=HOST_TTL_MS, key_ttl_ms=max(settings.key_ttl_ms, 4 * HOST_TTL_MS))
+
+    async def dispatch(provider: str, tool: str, args: str) -> str:
+        time.sleep(BLOCK_S)  # the mistake this test is about: blocking work in an async dispatch
+        return tool_result("a")
+
+    async with FleetExecutor(settings=host, queue_timeout=60_000) as ex:
+        a, b = await asyncio.gather(
+            ex.execute(
+                CALLS_THE_BLOCKING_TOOL,
+                providers=[{"name": "t", "tools": ["block"]}],
+                dispatch=dispatch,
+                timeout=60_000,
+            ),
+            ex.execute(FINISHES_WHILE_THE_HOST_IS_BLOCKED, timeout=60_000),
+            return_exceptions=True,
+        )
+    assert not isinstance(a, BaseException), a
+    assert not isinstance(b, BaseException), b
+    assert (a.result, a.error) == ("a", None)
+    assert (b.result, b.error) == ("b", None)
+
+
+def test_a_beat_thread_beats_while_the_caller_is_busy() -> None:
+    """The mechanism alone: the thread's beats go on while the thread that started it holds
+    no loop open (here: sleeps), and stop when told."""
+    beats: list[float] = []
+    thread = BeatThread("test-beats", 0.05, lambda: beats.append(time.monotonic()))
+    thread.start()
+    time.sleep(1.0)  # a stand-in for a blocked event loop
+    thread.stop(5.0)
+    count = len(beats)
+    assert count >= 3, beats
+    time.sleep(0.3)
+    assert len(beats) == count
+    assert not any(t.name == "test-beats" for t in threading.enumerate())
