@@ -11,9 +11,9 @@ inside a string, a template literal or a comment never steers it.
 It is pure (no executor, no I/O) and fast: one or two parses of a few kilobytes, well under a
 millisecond for typical output.
 
-The program must be JavaScript. A TypeScript fence is accepted and its content kept as
-written (types are not stripped), so a program with type annotations still reaches the
-executor, which reports the syntax error to the model.
+A program may be TypeScript: one in a ``ts`` fence, or one that does not parse as
+JavaScript but does as TypeScript, has its types replaced by spaces (``_typestrip.py``), so
+every line and column of what remains is where the model wrote it.
 """
 
 from __future__ import annotations
@@ -27,13 +27,15 @@ from dataclasses import dataclass
 import tree_sitter_javascript as tsjs
 from tree_sitter import Language, Node, Parser
 
+from ._typestrip import strip_types
+
 __all__ = ["normalize_code"]
 
 _LANGUAGE = Language(tsjs.language())
 _LOCAL = threading.local()
 
 # Language tags (the first word of a fence's info string) that mark a JavaScript block.
-# TypeScript is accepted and passed through unchanged: see the module docstring.
+# TypeScript is accepted, its types stripped: see the module docstring.
 _JS_TAGS = frozenset(
     {
         "js",
@@ -53,6 +55,7 @@ _JS_TAGS = frozenset(
         "cts",
     }
 )
+_TS_TAGS = frozenset({"ts", "typescript", "tsx", "mts", "cts"})
 _FUNCTION_TYPES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _FUNCTION_DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration"})
 _SKIPPED = frozenset({"comment", "hash_bang_line"})
@@ -195,14 +198,14 @@ def _fences(text: str) -> list[_Fence] | None:
     return blocks
 
 
-def _pick(blocks: list[_Fence]) -> str:
+def _pick(blocks: list[_Fence]) -> _Fence:
     """The first block tagged as JavaScript, else the first untagged block."""
     for block in blocks:
         if block.tag in _JS_TAGS:
-            return block.content
+            return block
     for block in blocks:
         if block.tag == "":
-            return block.content
+            return block
     tags = ", ".join(sorted({block.tag for block in blocks}))
     raise ValueError(
         f"The text holds fenced blocks only in other languages ({tags}); a program must be "
@@ -487,7 +490,13 @@ def normalize_code(text: str) -> str:
         'async () => (await tools.ping())'
 
     A fence may sit inside prose; the first block tagged ``js``/``javascript`` (or
-    ``ts``/``typescript``, passed through unchanged) wins, else the first untagged block.
+    ``ts``/``typescript``) wins, else the first untagged block. TypeScript (a ``ts`` block,
+    or code that parses only as TypeScript) has its types replaced by spaces, every line
+    and column kept::
+
+        >>> normalize_code("const n: number = 6\\nn * 7")
+        'async () => {\\nconst n         = 6\\nreturn (n * 7)\\n}'
+
     Only the final top-level statement, when it is an expression, becomes the return value;
     when that final statement is a function (an arrow, or a declaration after helpers), the
     function is called and its value returned. Static ``import`` declarations become
@@ -496,7 +505,9 @@ def normalize_code(text: str) -> str:
     expression and calls it.
 
     Raises :class:`ValueError` when there is no program: empty or blank text, an empty
-    fence, only comments, or fences only in other languages. Text that is not valid
+    fence, only comments, or fences only in other languages; and for TypeScript that
+    cannot be stripped (an enum, a namespace with values, a parameter property, a
+    decorator), naming the construct and its line. Text that is not valid
     JavaScript is not an error here: it is wrapped as well as it can be, and the executor
     reports the syntax error as the run's ``error`` for the model to read.
     """
@@ -511,10 +522,15 @@ def normalize_code(text: str) -> str:
             "function such as `async () => 6 * 7`."
         )
     blocks = _fences(stripped)
-    code = stripped if blocks is None else _pick(blocks).strip()
+    picked = None if blocks is None else _pick(blocks)
+    code = stripped if picked is None else picked.content.strip()
     if not code:
         raise ValueError(
             "There is no program to run: the fenced block is empty. Ask the model for an "
             "arrow function such as `async () => 6 * 7`."
         )
+    if (picked is not None and picked.tag in _TS_TAGS) or _parse(
+        code.encode("utf-8", "surrogatepass")
+    ).has_error:
+        code = strip_types(code)
     return _normalize_program(code)

@@ -272,14 +272,12 @@ def test_unnormalized_fence_fails_in_executor(executor: SyncIsolateExecutor) -> 
     assert executor.execute(normalize_code(f"{FENCE}js\nasync () => 6 * 7\n{FENCE}")).result == 42
 
 
-def test_typescript_is_kept_and_reported_by_the_executor(executor: SyncIsolateExecutor) -> None:
+def test_typescript_types_are_stripped_in_place(executor: SyncIsolateExecutor) -> None:
+    """A model's TypeScript runs: its types become spaces (more in test_typestrip.py)."""
     source = f"{FENCE}ts\nconst x: number = 1\nx + 1\n{FENCE}"
     normalized = normalize_code(source)
-    assert "x: number" in normalized  # types are not stripped
-    outcome = executor.execute(normalized)
-    # The executor answers with the parse error as the run's error, for the model to read.
-    assert outcome.result is None
-    assert outcome.error is not None
+    assert normalized == "async () => {\nconst x         = 1\nreturn (x + 1)\n}"
+    assert executor.execute(normalized).result == 2
 
 
 def test_not_javascript_is_wrapped_not_raised(executor: SyncIsolateExecutor) -> None:
