@@ -438,8 +438,23 @@
     } else {
       ReflectApply(MapDelete, timers, [id]);
     }
-    ReflectApply(t.fn, undefined, t.args);
+    try {
+      ReflectApply(t.fn, undefined, t.args);
+    } catch (e) {
+      reportException(e);
+    }
   };
+  // An exception a timer callback or a microtask throws reaches no caller: it is reported
+  // as HTML says (the standard library's globals module fires an `error` ErrorEvent at the
+  // global, then logs it unless a listener canceled it); without that module, it is logged.
+  const reportException = (e) => {
+    try {
+      requireModule('globals')[INTERNAL_KEY].reportException(e);
+      return;
+    } catch (ignored) { /* logged below */ }
+    try { log('error', `Uncaught ${errorText(e)}`); } catch (ignored) { /* nothing left */ }
+  };
+  const INTERNAL_KEY = Symbol.for('codemode.stdlib.internal');
   const addTimer = (fn, delay, args, repeat) => {
     if (typeof fn !== 'function') {
       throw new TypeErrorCtor('The callback passed to setTimeout/setInterval must be a function.');
@@ -471,7 +486,13 @@
     if (typeof fn !== 'function') {
       throw new TypeErrorCtor('The callback passed to queueMicrotask must be a function.');
     }
-    then(PromiseResolve(), () => fn());
+    then(PromiseResolve(), () => {
+      try {
+        fn();
+      } catch (e) {
+        reportException(e);
+      }
+    });
   });
 
   // ---- the standard library, compiled on first touch ------------------------------

@@ -98,7 +98,15 @@ MODULES: dict[str, tuple[str, ...]] = {
     "crypto": ("crypto", "Crypto", "SubtleCrypto", "CryptoKey"),
     "performance": ("performance", "Performance"),
     "navigator": ("navigator", "Navigator"),
-    "globals": ("self", "reportError"),
+    "globals": (
+        "self",
+        "reportError",
+        "ErrorEvent",
+        "onerror",
+        "addEventListener",
+        "removeEventListener",
+        "dispatchEvent",
+    ),
     **{f"encodings/{name}": () for name in ENCODING_INDEXES},
 }
 """Module id -> the global names it provides (an empty tuple marks an internal module)."""

@@ -123,10 +123,23 @@
       signal: options.signal };
   };
 
+  // target -> Map(type -> array of {callback, capture, once, passive, removed}). A WeakMap
+  // rather than a private field, so that the global object, which no constructor made, can
+  // be a target too (adoptTarget).
+  const targets = new WeakMap();
+  // (`this` undefined or null is the global object, as Web IDL says for a bare call such as
+  // `addEventListener(...)`.)
+  const listenersOf = (target, what) => {
+    const map = targets.get(target === undefined || target === null ? globalThis : target);
+    if (map === undefined) throw new TypeError(`Failed to execute '${what}' on 'EventTarget': Illegal invocation`);
+    return map;
+  };
+
   class EventTarget {
-    #listeners = new Map(); // type -> array of {callback, capture, once, passive, removed}
-    constructor() {}
+    constructor() { targets.set(this, new Map()); }
     addEventListener(type, callback, options = undefined) {
+      const listeners = listenersOf(this, 'addEventListener');
+      const target = this === undefined || this === null ? globalThis : this;
       if (arguments.length < 2) throw new TypeError("Failed to execute 'addEventListener' on 'EventTarget': 2 arguments required.");
       const { capture, once, passive, signal } = flattenOptions(options);
       if (callback === null || callback === undefined) return;
@@ -139,43 +152,42 @@
         if (signal.aborted) return;
       }
       type = String(type);
-      let list = this.#listeners.get(type);
-      if (!list) { list = []; this.#listeners.set(type, list); }
+      let list = listeners.get(type);
+      if (!list) { list = []; listeners.set(type, list); }
       for (const l of list) if (l.callback === callback && l.capture === capture) return;
       const listener = { callback, capture, once: !!once, passive: passive === undefined ? false : !!passive, removed: false };
       list.push(listener);
       if (signal !== undefined) {
         host.require('abort')[INTERNAL].addAlgorithm(signal, () => {
-          this.removeEventListener(type, callback, { capture });
+          EventTarget.prototype.removeEventListener.call(target, type, callback, { capture });
         });
       }
     }
     removeEventListener(type, callback, options = undefined) {
+      const listeners = listenersOf(this, 'removeEventListener');
       if (arguments.length < 2) throw new TypeError("Failed to execute 'removeEventListener' on 'EventTarget': 2 arguments required.");
       const { capture } = flattenOptions(options);
-      const list = this.#listeners.get(String(type));
+      const list = listeners.get(String(type));
       if (!list) return;
       const i = list.findIndex((l) => l.callback === callback && l.capture === capture);
       if (i !== -1) { list[i].removed = true; list.splice(i, 1); }
     }
     dispatchEvent(event) {
+      listenersOf(this, 'dispatchEvent');
       if (!(event instanceof Event)) throw new TypeError("Failed to execute 'dispatchEvent' on 'EventTarget': parameter 1 is not of type 'Event'.");
-      return dispatch(this, event, undefined);
+      return dispatch(this === undefined || this === null ? globalThis : this, event, undefined);
     }
-    static _listeners(target) { return target.#listeners; }
   }
-  const listenersOf = EventTarget._listeners;
-  delete EventTarget._listeners;
   Object.defineProperty(EventTarget.prototype, Symbol.toStringTag, { value: 'EventTarget', configurable: true });
 
   function dispatch(target, event, trusted) {
     begin(event, target, trusted);
     try {
-      const list = listenersOf(target).get(event.type);
+      const list = targets.get(target).get(event.type);
       if (list && list.length) {
         for (const l of ArrayFrom(list)) {
           if (l.removed) continue;
-          if (l.once) target.removeEventListener(event.type, l.callback, { capture: l.capture });
+          if (l.once) EventTarget.prototype.removeEventListener.call(target, event.type, l.callback, { capture: l.capture });
           setPassive(event, l.passive);
           try {
             if (typeof l.callback === 'function') {
@@ -227,6 +239,10 @@
 
   return {
     Event, EventTarget, CustomEvent,
-    [INTERNAL]: { dispatchTrusted: (target, event) => dispatch(target, event, true), defineEventHandler },
+    [INTERNAL]: {
+      dispatchTrusted: (target, event) => dispatch(target, event, true), defineEventHandler,
+      // Makes `object` (the global object) an EventTarget that no constructor made.
+      adoptTarget: (object) => { if (!targets.has(object)) targets.set(object, new Map()); },
+    },
   };
 }
