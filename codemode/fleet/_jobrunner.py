@@ -6,8 +6,9 @@
        │                ─ past start-by ──▶ JOB_EXPIRED to the host, not started
        │                ─ host key gone ──▶ not started
        ▼ started
-    heartbeat every lease_ttl/3: lease, key expiries, admission slot; host key gone ─▶
-       pending tool calls reject with host_gone_text(), later ones at once
+    lease renewal every lease_ttl/3, on the LeaseKeeper's thread (_leases.py): lease, key
+       expiries, admission slot; host key gone ─▶ pending tool calls reject with
+       host_gone_text(), later ones at once
     reader (_reader.py; from the first relayed call, or READER_DELAY_S into the run):
        BLPOP down, a call's push riding ahead of it ─▶ ToolReply/FetchReply to the pending
        call by id (stale or garbage dropped), Cancel stops the run
@@ -60,6 +61,7 @@ from ._channel import packed_push, push
 from ._errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
 from ._handles import HandleRoute, WorkerHandle, WorkerHandles
 from ._keys import JobKeys, admission_key, host_key, worker_key
+from ._leases import LeaseKeeper
 from ._link import Links
 from ._reader import DownReader
 from ._scripts import FleetScripts
@@ -116,6 +118,8 @@ class JobRunner:
         self.settings = settings
         self.worker_id = worker_id
         self.handles = WorkerHandles(worker_id)
+        self.leases = LeaseKeeper(settings, worker_id)
+        """Renews the running jobs' leases from a thread of its own (a busy loop delays none)."""
         self._beaten: set[str] = set()
         """Prefixes this worker has written a liveness key under (deleted at close)."""
 
@@ -178,7 +182,9 @@ class JobRunner:
         self._beaten.add(prefix)
 
     async def forget(self) -> None:
-        """At shutdown: delete the liveness keys, so hosts see HANDLE_LOST at once."""
+        """At shutdown: stop renewing leases, and delete the liveness keys, so hosts see
+        HANDLE_LOST at once."""
+        await asyncio.to_thread(self.leases.close)
         if self._beaten:
             await self.client.delete(*(worker_key(p, self.worker_id) for p in self._beaten))
 
@@ -205,7 +211,6 @@ class _Job(Forwarder):
         self.ended = False
         self.run_task: asyncio.Task[Any] | None = None
         self.reader: DownReader | None = None
-        self.heartbeat: asyncio.Task[None] | None = None
         self.dropped = 0
         self.announced = not spec.quiet_start
         """Whether the host has (or is about to have) this job's Started."""
@@ -251,9 +256,11 @@ class _Job(Forwarder):
             log.info("job %s not started: %s", self.spec.job_id, claim.state)
             return f"not started {self.spec.job_id}: {claim.state}"
         loop = asyncio.get_running_loop()
-        # The first beat is a timer, and the task that beats on starts with it: most jobs
-        # end long before it, and never pay for a task.
-        first_beat = loop.call_later(self.settings.lease_ttl_ms / 3000, self._start_heartbeat)
+        self.runner.leases.hold(
+            self.spec.job_id,
+            [self.keys.lease, self.host_key, self.keys.up, self.keys.down, self.keys.claim, self.admission],
+            self._host_lapsed,
+        )
         start_reader = loop.call_later(READER_DELAY_S, self._start_reader)
         announce = None if self.announced else loop.call_later(STARTED_DELAY_S, self._announce)
         self.run_task = asyncio.ensure_future(self._execute())
@@ -284,9 +291,7 @@ class _Job(Forwarder):
             )
         finally:
             self.ended = True
-            first_beat.cancel()
-            if self.heartbeat is not None:
-                self.heartbeat.cancel()
+            self.runner.leases.release(self.spec.job_id)
             start_reader.cancel()
             if announce is not None:
                 announce.cancel()
@@ -430,34 +435,18 @@ class _Job(Forwarder):
 
     # ---- liveness ---------------------------------------------------------------------
 
-    async def _heartbeat(self) -> None:
-        """Beat now, then every third of the lease TTL, until the job ends."""
-        interval = self.settings.lease_ttl_ms / 3000
-        keys = [self.keys.lease, self.host_key, self.keys.up, self.keys.down, self.keys.claim, self.admission]
-        while not self.ended:
-            try:
-                host_alive = await self.runner.scripts.heartbeat(
-                    keys,
-                    worker=self.runner.worker_id,
-                    lease_ttl_ms=self.settings.lease_ttl_ms,
-                    key_ttl_ms=self.settings.key_ttl_ms,
-                    job_id=self.spec.job_id,
-                )
-            except BROKER_ERRORS as exc:
-                log.warning("job %s: lease refresh failed (%s)", self.spec.job_id, exc)
-            else:
-                if not host_alive and not self.host_gone:
-                    log.warning(
-                        "job %s: host %s stopped its heartbeat; failing its pending calls",
-                        self.spec.job_id,
-                        self.spec.host_id,
-                    )
-                    self.host_gone = True
-                    self._fail_pending(_texts.host_gone_text())
-                    # Nobody waits for this job's slot any more.
-                    with contextlib.suppress(*BROKER_ERRORS):
-                        await self.client.zrem(self.admission, self.spec.job_id)
-            await asyncio.sleep(interval)
+    def _host_lapsed(self) -> None:
+        """The lease keeper found this job's host key gone (its slot is freed already)."""
+        if self.ended or self.host_gone:
+            return
+        log.warning(
+            "job %s: host %s stopped its heartbeat (its process died, stalled, or lost Redis); "
+            "failing its pending calls",
+            self.spec.job_id,
+            self.spec.host_id,
+        )
+        self.host_gone = True
+        self._fail_pending(_texts.host_gone_text())
 
     def _fail_pending(self, text: str) -> None:
         pending, self.pending = self.pending, {}
@@ -522,10 +511,6 @@ class _Job(Forwarder):
             )
         except BROKER_ERRORS as exc:  # the host's lease check tells it the job runs
             log.warning("job %s: could not send Started (%s)", self.spec.job_id, exc)
-
-    def _start_heartbeat(self) -> None:
-        if self.heartbeat is None and not self.ended:
-            self.heartbeat = asyncio.ensure_future(self._heartbeat())
 
     def _start_reader(self) -> None:
         """The run has gone READER_DELAY_S without a call: read down alone."""

@@ -9,8 +9,7 @@ support Redis Cluster (the admission key lives in another slot).
   is always queued, a refused one never (see ``_producer.py``).
 * ``claim``: a worker's first act on a job. The first writer of the claim key wins; a job
   past its start-by time, or whose host is gone, is marked and never started.
-* ``heartbeat``: a running job's lease, its keys' expiries, its admission slot; answers
-  whether the host is still there.
+* (a running job's lease is renewed from a thread of its own: ``_leases.py``)
 * ``settle``: the producer's side of the claim race: mark a job that no worker claimed
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
 * ``finish``: a worker's last act on a job: its outcome on up (and the reader's close on
@@ -88,21 +87,6 @@ return {'started', ''}
 """
 )
 
-_HEARTBEAT: Final = (
-    _NOW
-    + """
--- KEYS: lease, host, up, down, claim, admission   ARGV: worker_id, lease_ttl, key_ttl, job_id
-local key_ttl = tonumber(ARGV[3])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
-for i = 3, 5 do
-  if redis.call('PTTL', KEYS[i]) < key_ttl then redis.call('PEXPIRE', KEYS[i], key_ttl) end
-end
-redis.call('ZADD', KEYS[6], 'XX', now + key_ttl, ARGV[4])
-if redis.call('PTTL', KEYS[6]) < key_ttl then redis.call('PEXPIRE', KEYS[6], key_ttl) end
-return redis.call('EXISTS', KEYS[2])
-"""
-)
-
 _FINISH: Final = """
 -- KEYS: up, down, admission, lease   ARGV: key_ttl_ms, job_id, final_msg, close_msg or ''
 local ttl = tonumber(ARGV[1])
@@ -163,7 +147,6 @@ class FleetScripts:
         self.links = links
         self._admit = links.script(_ADMIT)
         self._claim = links.script(_CLAIM)
-        self._heartbeat = links.script(_HEARTBEAT)
         self._settle = links.script(_SETTLE)
         self._finish = links.script(_FINISH)
 
@@ -214,19 +197,6 @@ class FleetScripts:
             ],
         )
         return ClaimResult(_text(state), _text(holder))
-
-    async def heartbeat(
-        self,
-        keys: list[str],
-        *,
-        worker: str,
-        lease_ttl_ms: int,
-        key_ttl_ms: int,
-        job_id: str,
-    ) -> bool:
-        """Refresh the lease and expiries; True while the host's heartbeat key exists."""
-        host_alive = await self._heartbeat(keys, [worker, lease_ttl_ms, key_ttl_ms, job_id])
-        return bool(host_alive)
 
     async def finish(
         self, keys: list[str], *, key_ttl_ms: int, job_id: str, final: bytes, close: bytes | None

@@ -334,7 +334,8 @@ class JobSession:
         try:
             if self.started:
                 async with self.client.pipeline(transaction=False) as pipe:
-                    pipe.exists(self.keys.lease).llen(self.keys.up)
+                    pipe.exists(self.keys.lease)
+                    pipe.llen(self.keys.up)
                     leased, waiting = await pipe.execute()
                 # The worker's last act drops the lease and pushes the outcome at once
                 # (``finish``): a lease gone with messages waiting is a job that ended while

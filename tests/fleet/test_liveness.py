@@ -11,14 +11,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from dataclasses import replace
 
 import pytest
+import redis
 
 from broker_config import BrokerSettings
 from codemode import tool_result
 from codemode.fleet import FleetExecutor
 from codemode.fleet._beat import BeatThread
+from codemode.fleet._keys import JobKeys, admission_key, host_key
+from codemode.fleet._leases import LeaseKeeper
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -77,3 +81,33 @@ def test_a_beat_thread_beats_while_the_caller_is_busy() -> None:
     time.sleep(0.3)
     assert len(beats) == count
     assert not any(t.name == "test-beats" for t in threading.enumerate())
+
+
+async def test_leases_are_renewed_while_the_worker_loop_is_blocked(
+    settings: BrokerSettings, redis_sync: redis.Redis
+) -> None:
+    """A worker's lease keeper, on a real Redis: the lease stays while the loop that holds
+    the job is blocked for three lease TTLs; a host key gone frees the job's slot and is
+    told on the loop; a lease the job dropped (its end) is not written again."""
+    s = replace(settings, lease_ttl_ms=600, key_prefix=f"t-{uuid.uuid4().hex[:8]}")
+    keys = JobKeys.of(s.key_prefix, "job-1")
+    host, admission = host_key(s.key_prefix, "host-1"), admission_key(s.key_prefix)
+    redis_sync.set(keys.lease, b"worker-1", px=s.lease_ttl_ms)
+    redis_sync.set(host, b"1", px=60_000)
+    redis_sync.zadd(admission, {"job-1": time.time() * 1000 + 60_000})
+    keeper = LeaseKeeper(s, "worker-1")
+    told = asyncio.Event()
+    try:
+        keeper.hold("job-1", [keys.lease, host, keys.up, keys.down, keys.claim, admission], told.set)
+        time.sleep(3 * s.lease_ttl_ms / 1000)  # the worker's loop, blocked
+        assert redis_sync.get(keys.lease) == b"worker-1"
+        redis_sync.delete(host)
+        await asyncio.wait_for(told.wait(), 30)
+        assert redis_sync.zscore(admission, "job-1") is None
+        assert redis_sync.get(keys.lease) == b"worker-1"  # the job runs on; only its calls fail
+        redis_sync.delete(keys.lease)  # the job's end (finish drops the lease)
+        await asyncio.sleep(3 * s.lease_ttl_ms / 1000)
+        assert redis_sync.exists(keys.lease) == 0
+    finally:
+        keeper.close()
+    assert not any(t.name == "codemode-leases" for t in threading.enumerate())
