@@ -108,12 +108,12 @@ class _Writer:
             return _union(_literal(v) for v in schema["enum"])
         for combinator in ("anyOf", "oneOf"):
             if isinstance(schema.get(combinator), list):
-                return _union(self._wrapped(s, defs, indent) for s in schema[combinator])
+                return _union(self.type(s, defs, indent) for s in schema[combinator])
         if isinstance(schema.get("allOf"), list) and schema["allOf"]:
             return " & ".join(self._wrapped(s, defs, indent) for s in schema["allOf"])
         kind = schema.get("type")
         if isinstance(kind, list):
-            return _union(self._wrapped({**schema, "type": k}, defs, indent) for k in kind)
+            return _union(self.type({**schema, "type": k}, defs, indent) for k in kind)
         if kind is None:
             if "properties" in schema or "additionalProperties" in schema:
                 kind = "object"
