@@ -28,6 +28,7 @@ from . import _texts
 from ._eager import EagerStarter
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._mark import StartedMark
+from ._nesting import RESULT_TOO_DEEP, fresh_stack
 from ._outcome import Outcome
 from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
@@ -136,6 +137,18 @@ def _child_environment() -> dict[str, str]:
     """What a child inherits by default: enough to start Python, plus ``CODEMODE_*`` knobs.
     The host's credentials (API keys in the environment) stay in the host."""
     return {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("CODEMODE_")}
+
+
+def _read_result(text: str | None) -> Any:
+    """A program's result from its JSON text. msgspec refuses lone surrogate escapes, which
+    JSON.stringify writes for a JS string holding half a pair: such text is read with the
+    stdlib, and those repaired."""
+    if text is None:
+        return None
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return _well_formed_data(json.loads(text))
 
 
 def _well_formed_data(value: Any) -> Any:
@@ -662,22 +675,14 @@ class Worker:
         self._finish(active)
         error: str | None = done.error
         try:
-            result = None if done.result_json is None else msgspec.json.decode(done.result_json)
-        except Exception:
-            # msgspec refuses lone surrogate escapes, which JSON.stringify writes for a JS
-            # string holding half a pair: read it with the stdlib and repair those.
             try:
-                result = _well_formed_data(json.loads(done.result_json or "null"))
-            except RecursionError:
-                result, error = (
-                    None,
-                    (
-                        "The program's return value is nested too deeply to cross to the host. "
-                        "Return flatter data."
-                    ),
-                )
-            except ValueError:
-                result, error = None, "The program's result arrived unreadable."
+                result = _read_result(done.result_json)
+            except RecursionError:  # read again from an empty stack (codemode/_nesting.py)
+                result = fresh_stack(_read_result, done.result_json)
+        except RecursionError:
+            result, error = None, RESULT_TOO_DEEP
+        except ValueError:
+            result, error = None, "The program's result arrived unreadable."
         if done.kind == "lost":
             if not active.future.done():
                 active.future.set_exception(HandleLost("The retained isolate is gone."))

@@ -20,11 +20,13 @@ worker from before handles refuses them instead of running them as something els
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
 from .._faults import FaultData
+from .._nesting import RESULT_TOO_DEEP, fresh_stack
 from .._outbound import OutboundRequest, OutboundResponse
 from .._outcome import Outcome
 from .._request import Provider
@@ -176,17 +178,47 @@ _down_decoder: Final = msgspec.msgpack.Decoder(DownMessage)
 
 
 def encode(message: UpMessage | DownMessage) -> bytes:
-    return _encoder.encode(message)
+    """The message as msgpack. An outcome whose result nests too deeply to write even from a
+    fresh stack (``codemode/_nesting.py``) goes as the run's error instead: the host must
+    hear how the run ended, not wait for a lease that lapses."""
+    try:
+        return _encoder.encode(message)
+    except RecursionError:
+        try:
+            return fresh_stack(_encoder.encode, message)
+        except RecursionError:
+            if not isinstance(message, Finished):
+                raise
+            outcome = msgspec.structs.replace(message.outcome, result=None, error=RESULT_TOO_DEEP)
+            return _encoder.encode(Finished(outcome))
 
 
 def decode_up(data: bytes) -> UpMessage:
-    """Raises ``msgspec.DecodeError`` on anything that is not an up message."""
-    return _up_decoder.decode(data)
+    """Raises ``msgspec.DecodeError`` on anything that is not an up message (or nests too
+    deeply to read even from a fresh stack)."""
+    try:
+        return _up_decoder.decode(data)
+    except RecursionError:
+        return _deep(_up_decoder.decode, data)
 
 
 def decode_down(data: bytes) -> DownMessage:
-    """Raises ``msgspec.DecodeError`` on anything that is not a down message."""
-    return _down_decoder.decode(data)
+    """Raises ``msgspec.DecodeError`` on anything that is not a down message (or nests too
+    deeply to read even from a fresh stack)."""
+    try:
+        return _down_decoder.decode(data)
+    except RecursionError:
+        return _deep(_down_decoder.decode, data)
+
+
+_M = TypeVar("_M")
+
+
+def _deep(decode: Callable[[bytes], _M], data: bytes) -> _M:
+    try:
+        return fresh_stack(decode, data)
+    except RecursionError:
+        raise msgspec.DecodeError("the message nests lists or maps too deeply to read") from None
 
 
 def job_to_celery(spec: JobSpec) -> dict[str, Any]:

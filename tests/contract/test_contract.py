@@ -382,3 +382,26 @@ async def test_a_deeply_nested_tool_reply_rejects_the_call_at_once(executor: Any
         "Ask it for flatter data (fewer levels of lists and objects)."
     )
     assert after == "still here"
+
+
+def _nested_result(depth: int) -> str:
+    return f"() => {{ let v = []; for (let i = 1; i < {depth}; i++) v = [v]; return v }}"
+
+
+async def test_a_deeply_nested_result_crosses_whole_or_is_the_runs_error(executor: Any) -> None:
+    """How deep a result may nest does not depend on how deep the reading stack happens to
+    be (each side reads again from a fresh stack): 990 levels cross whole in both
+    executors (the fleet's host raised RecursionError, or its worker's outcome never left
+    and the host reported a crash), and 1,000 are the run's error, a sentence."""
+    from codemode._nesting import RESULT_TOO_DEEP
+
+    crossed = await executor.execute(_nested_result(990))
+    assert crossed.error is None, crossed.error
+    depth, value = 0, crossed.result
+    while value:
+        depth, value = depth + 1, value[0]
+    assert depth == 989  # (and the innermost [] itself)
+
+    too_deep = await executor.execute(_nested_result(DEEP))
+    assert too_deep.error == RESULT_TOO_DEEP
+    assert too_deep.result is None
