@@ -74,7 +74,12 @@ async def main(rounds: int, per_round: int) -> dict[str, object]:
 
             return run
 
-        sides = {"direct": direct, "program_0": program(0), "program_1": program(1), "program_10": program(10)}
+        sides = {
+            "direct": direct,
+            "program_0": program(0),
+            "program_1": program(1),
+            "program_10": program(10),
+        }
         for side in sides.values():  # warm: the isolate pool, both sessions
             await _timed(side, 3)
         for _ in range(rounds):
