@@ -383,7 +383,8 @@ class JobSession:
             if result.holder == "host-gone":
                 raise HostGone(
                     "A worker found this host's heartbeat lapsed before it started the job, so "
-                    "it did not start it. Nothing ran; keep the host's event loop responsive."
+                    "it did not start it (the host's process stalled, or lost Redis, for longer "
+                    "than its heartbeat TTL). Nothing ran."
                 )
             raise JobExpired(f"This job was marked {result.holder} before it started; nothing ran.")
         # Claimed by a worker: the job runs. Its Started may be in the channel, or not come
