@@ -7,7 +7,10 @@ per-task bookkeeping ahead of every job, in a process whose threads take turns a
 interpreter. Here the consumer's thread decodes the message and starts the job on the loop
 itself (``WorkerRuntime.submit``). When the job ends its message is acked, on the
 consumer's thread (``ack`` schedules it there) as Celery's late ack was, and its one-line
-summary is logged.
+summary is logged. A message whose job cannot be read is acked and dropped to its queue's
+dead-letter list with the reason (``refuse``), as are the messages Celery's consumer
+rejects before any strategy sees them (its ``task_unknown`` and ``task_rejected`` signals,
+connected in ``tasks.py``).
 
 Measured side by side (two workers, each on its own Redis, alternating blocks of ten jobs):
 a trivial job 3.53 -> 3.11 ms median and worker CPU 1.78 -> 1.32 ms per job; a job with ten
@@ -28,11 +31,56 @@ import concurrent.futures
 import logging
 from typing import Any
 
-from .app import runtime
+import msgspec
+import redis
 
-__all__ = ["handoff"]
+from codemode.fleet._deadletter import drop, message_text
+from codemode.fleet._wire import JobSpec, job_from_celery
+
+from .app import runtime, settings
+
+__all__ = ["handoff", "on_rejected", "on_unknown_task", "refuse"]
 
 log = logging.getLogger("codemode.fleet.worker")
+
+_redis = redis.Redis.from_url(settings.redis_url, **settings.redis_kwargs())
+"""Where refused messages are kept (thread-safe, and connects on first use, not at import)."""
+
+
+class Malformed(Exception):
+    """A message of the execute task that carries no job this worker can read."""
+
+
+def refuse(message: Any, reason: str) -> None:
+    """Log ``message`` as dropped with ``reason`` and keep it in its queue's dead-letter list
+    (``codemode/fleet/_deadletter.py``); settling it is the caller's part."""
+    info = getattr(message, "delivery_info", None)
+    queue = info.get("routing_key") if isinstance(info, dict) else None
+    drop(_redis, str(queue or settings.queue), message_text(message), reason)
+
+
+def job_of(message: Any) -> JobSpec:
+    """The job a message of the execute task carries; raises :class:`Malformed` saying
+    what is wrong with it."""
+    try:
+        body = message.decode()
+    except Exception as exc:  # kombu's decoders raise whatever the content makes them
+        raise Malformed(f"its body does not decode ({type(exc).__name__}: {exc})") from None
+    if not (isinstance(body, (list, tuple)) and len(body) == 3 and isinstance(body[0], list)):
+        raise Malformed("its body is not Celery's [args, kwargs, embed]")
+    args, kwargs = body[0], body[1]
+    if isinstance(kwargs, dict) and "job" in kwargs:
+        job = kwargs["job"]
+    elif len(args) == 1:
+        job = args[0]
+    else:
+        raise Malformed("it carries no job (the task takes one argument, the job)")
+    try:
+        return job_from_celery(job)
+    except msgspec.ValidationError as exc:
+        raise Malformed(f"its job is malformed ({exc})") from None
+    except RecursionError:
+        raise Malformed("its job is nested too deeply") from None
 
 
 def handoff(task: Any, app: Any, consumer: Any, **_: Any) -> Any:
@@ -41,20 +89,9 @@ def handoff(task: Any, app: Any, consumer: Any, **_: Any) -> Any:
 
     def on_message(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
         try:
-            args, kwargs, _embed = message.decode()
-            if "job" in kwargs:
-                job = kwargs["job"]
-            elif args:
-                job = args[0]
-            else:
-                raise ValueError("it carries no job (the task takes one argument, the job)")
-        except Exception as exc:  # a message no worker can run: say so, and drop it
-            log.error(
-                "dropped a malformed %s message (%s: %s); a producer sent what codemode's client does not",
-                task.name,
-                type(exc).__name__,
-                exc,
-            )
+            job = job_of(message)
+        except Malformed as exc:  # a message no worker can run: say so, and drop it
+            refuse(message, f"a malformed {task.name} message: {exc}")
             ack(log, connection_errors)
             return
         try:
@@ -73,3 +110,18 @@ def handoff(task: Any, app: Any, consumer: Any, **_: Any) -> Any:
         future.add_done_callback(ended)
 
     return on_message
+
+
+def on_unknown_task(message: Any = None, name: Any = None, **_: Any) -> None:
+    """Celery's ``task_unknown`` signal: its consumer rejected a message naming no task of
+    this worker (and logged it); keep it with the reason."""
+    if message is not None:
+        refuse(message, f"no task named {name!r} is registered on this worker")
+
+
+def on_rejected(message: Any = None, exc: Any = None, **_: Any) -> None:
+    """Celery's ``task_rejected`` signal: its consumer rejected a message it cannot read as
+    a task (and logged it); keep it with the reason."""
+    if message is not None:
+        why = f"{type(exc).__name__}: {exc}" if exc is not None else "it names no task"
+        refuse(message, f"Celery's consumer refused it ({why})")

@@ -13,10 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+from celery import signals
 
 from broker_config import PING_TASK_NAME, TASK_NAME
 
 from .app import app, runtime, settings
+from .strategy import on_rejected, on_unknown_task
 
 __all__ = ["execute", "ping"]
 
@@ -46,3 +48,9 @@ def ping(reply_key: str) -> str:
     pipe.pexpire(reply_key, PING_TTL_MS)
     pipe.execute()
     return f"pong to {reply_key}"
+
+
+# Messages Celery's consumer rejects itself (an unknown task name, a message it cannot read
+# as a task) are dead-lettered too, whichever strategy a task has.
+signals.task_unknown.connect(on_unknown_task, weak=False)
+signals.task_rejected.connect(on_rejected, weak=False)

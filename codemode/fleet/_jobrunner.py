@@ -124,10 +124,11 @@ class JobRunner:
         """Prefixes this worker has written a liveness key under (deleted at close)."""
 
     async def run(self, data: object) -> str:
-        """Run one job from a Celery message; returns a one-line summary for the log."""
+        """Run one job (a :class:`JobSpec`, or a Celery message's job data); returns a
+        one-line summary for the log."""
         try:
-            spec = job_from_celery(data)
-        except msgspec.ValidationError as exc:
+            spec = data if isinstance(data, JobSpec) else job_from_celery(data)
+        except (msgspec.ValidationError, RecursionError) as exc:
             log.error("refused a malformed job: %s", exc)
             return f"refused: malformed job ({exc})"
         job = _Job(self, spec)

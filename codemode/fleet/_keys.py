@@ -18,6 +18,12 @@ Per host ``H`` (one per FleetExecutor), per worker ``W`` and fleet-wide::
 
 Every key is written with an expiry and re-armed while its job lives, so a host or worker
 that dies leaves nothing behind for longer than ``key_ttl_ms``.
+
+Per Celery queue ``Q`` (kombu's own keys are the queue ``Q`` itself and its unacked records)::
+
+    Q.dead                   list  messages a worker could not take, newest first, each a JSON
+                                   object with its reason (``_deadletter.py``); bounded, and it
+                                   expires DEAD_LETTER_TTL_S after the last one
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 
 from broker_config import WORKER_QUEUE_PREFIX
 
-__all__ = ["JobKeys", "admission_key", "host_key", "worker_key", "worker_queue"]
+__all__ = ["JobKeys", "admission_key", "dead_letter_key", "host_key", "worker_key", "worker_queue"]
 
 
 @dataclass(frozen=True)
@@ -63,3 +69,8 @@ def worker_key(prefix: str, worker_id: str) -> str:
 def worker_queue(worker_id: str) -> str:
     """The Celery queue only this worker consumes: invocations of the handles it holds."""
     return f"{WORKER_QUEUE_PREFIX}{worker_id}"
+
+
+def dead_letter_key(queue: str) -> str:
+    """The list a worker moves the messages of ``queue`` it cannot take to."""
+    return f"{queue}.dead"

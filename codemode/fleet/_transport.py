@@ -23,21 +23,46 @@ where kombu sends MULTI, two commands and EXEC: as atomic, and one reply to pars
 of four. Everything else, BRPOP and the unacked restore included, is kombu's, reading the
 same keys.
 
+A delivery settled inside the callback that received it (Celery rejects a task it does
+not know before returning) has its record dropped unsent (``RedisQoS.ack``): a record sent
+after its ack would stay in the unacked hash and be redelivered after every visibility
+timeout.
+
+No message can stop the consumer. kombu's ``_brpop_read`` decodes what BRPOP popped and
+hands it on, and an exception there (a message that is not JSON, an envelope of the wrong
+shape, a body that is not base64, a task name Celery cannot look up) ends the worker with
+"Unrecoverable error", once per such message. Here the popped bytes are screened first
+(:func:`screen`: size, UTF-8, JSON, the envelope's shape) and whatever raises on the rest
+of the way is caught around the delivery: either way the message is settled and dropped to
+the queue's dead-letter list with its reason (``_deadletter.py``). Redis's own errors still
+propagate (Celery reconnects). The override relies on kombu's private ``Channel._brpop_read``
+and what it uses: ``client.parse_response(connection, "BRPOP")``, ``sep``,
+``_queue_cycle.rotate``, ``_in_poll``, ``_flush_brpop_reauth`` and
+``connection._deliver(payload, queue)``.
+
 ``BrokerSettings.celery_config()`` names :class:`RedisTransport` as ``broker_transport``,
 so producers and workers both use it; the URL still says where Redis is.
 """
 
 from __future__ import annotations
 
+from queue import Empty
 from time import time
-from typing import Any
+from typing import Any, Final, Literal
 
 import msgspec
 import redis.exceptions
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import loads
 
-__all__ = ["RedisTransport"]
+from ._deadletter import drop
+
+__all__ = ["MAX_QUEUE_MESSAGE_BYTES", "RedisTransport", "Refused", "screen"]
+
+MAX_QUEUE_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+"""The largest message a worker takes from a queue; a larger one is dropped unread."""
 
 
 RECORD = (
@@ -47,6 +72,61 @@ RECORD = (
 message in the hash."""
 FORGET = "redis.call('ZREM', KEYS[1], ARGV[1]) redis.call('HDEL', KEYS[2], ARGV[1]) return 1"
 """kombu's ack: the record out of both."""
+
+
+class Refused(Exception):
+    """A popped message no worker can take; the text says why."""
+
+
+class _DeliveryInfo(msgspec.Struct):
+    exchange: str
+    routing_key: str
+
+
+class _Properties(msgspec.Struct):
+    delivery_tag: str
+    delivery_info: _DeliveryInfo
+    body_encoding: Literal["base64", "utf-8"] | None = None
+
+
+class _Headers(msgspec.Struct):
+    task: str
+    id: str
+
+
+class _Envelope(msgspec.Struct):
+    """What kombu and Celery's consumer read of a task message without checking it
+    (task protocol 2, in kombu's Redis envelope); the rest is checked where it is read."""
+
+    headers: _Headers
+    properties: _Properties
+    body: str = ""
+    content_type: str | None = msgspec.field(default=None, name="content-type")
+    content_encoding: str | None = msgspec.field(default=None, name="content-encoding")
+
+
+def screen(item: bytes) -> dict[str, Any]:
+    """The envelope kombu would decode from ``item``, once it is one a consumer can take;
+    raises :class:`Refused` saying what is wrong with it."""
+    if len(item) > MAX_QUEUE_MESSAGE_BYTES:
+        raise Refused(f"{len(item)} bytes, over the {MAX_QUEUE_MESSAGE_BYTES} a queue message may have")
+    try:
+        text = item.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(f"not UTF-8 text ({exc})") from None
+    try:
+        # kombu's own decoder, as its _brpop_read would use
+        payload = loads(text)  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise Refused(f"not JSON ({type(exc).__name__}: {exc})") from None
+    try:
+        msgspec.convert(payload, _Envelope)
+    except msgspec.ValidationError as exc:
+        raise Refused(f"not a Celery task message in kombu's envelope ({exc})") from None
+    except RecursionError:
+        raise Refused("not a Celery task message in kombu's envelope (nested too deeply)") from None
+    result: dict[str, Any] = payload
+    return result
 
 
 class RedisQoS(kombu_redis.QoS):
@@ -112,11 +192,30 @@ class RedisQoS(kombu_redis.QoS):
         if failure is not None:
             raise failure
 
+    def _unsend(self, delivery_tag: Any) -> bool:
+        """Drop the record of ``delivery_tag`` if it was made and not sent (the delivery is
+        settled inside the callback that received it); says whether there was one."""
+        for index, (_at, tag, _record) in enumerate(self._unsent):
+            if tag == delivery_tag:
+                del self._unsent[index]
+                return True
+        return False
+
     def ack(self, delivery_tag: Any) -> None:
         """kombu's ack (the record removed, then the tag forgotten) as one script instead of
-        redis-py's pipeline around its two commands."""
-        self._read(self._send(FORGET, delivery_tag))
+        redis-py's pipeline around its two commands; a record not sent yet is just dropped."""
+        if not self._unsend(delivery_tag):
+            self._read(self._send(FORGET, delivery_tag))
         virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+
+    def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
+        """kombu's reject: without requeue, an ack (the record goes); with it, kombu's
+        requeue, which reads the record back from Redis, so it is sent first."""
+        if not requeue:
+            self.ack(delivery_tag)
+            return
+        self.send_records()
+        super().reject(delivery_tag, requeue=True)  # type: ignore[no-untyped-call]
 
 
 class RedisChannel(kombu_redis.Channel):
@@ -125,15 +224,66 @@ class RedisChannel(kombu_redis.Channel):
 
     def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
         """kombu's, with the delivery's unacked record sent after ``callback`` (Celery's
-        hand-off of the message) instead of before it."""
+        hand-off of the message) instead of before it. A message whose body kombu could
+        not read (a compression it cannot undo) is refused here: Celery would ack it with
+        a log line and no dead letter."""
 
         def delivered(message: Any) -> Any:
+            if message.errors:
+                error = message.errors[0][1]
+                raise Refused(f"its body could not be read ({type(error).__name__}: {error})")
             try:
                 return callback(message)
             finally:
                 self.qos.send_records()
 
         return super().basic_consume(queue, no_ack, delivered, consumer_tag, **kwargs)  # type: ignore[no-untyped-call]
+
+    def _brpop_read(self, **options: Any) -> bool:
+        """kombu's, with the popped message handed to :meth:`_take` instead of decoded
+        and delivered unguarded."""
+        try:
+            try:
+                dest_item = self.client.parse_response(self.client.connection, "BRPOP", **options)
+            except self.connection_errors:
+                self.client.connection.disconnect()  # the next BRPOP reconnects
+                raise
+            if not dest_item:
+                raise Empty()
+            dest, item = dest_item
+            queue = bytes_to_str(dest).rsplit(self.sep, 1)[0]  # type: ignore[no-untyped-call]
+            self._queue_cycle.rotate(queue)
+            self._take(queue, item)
+            return True
+        finally:
+            self._in_poll = None  # type: ignore[assignment]
+            self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
+
+    def _take(self, queue: str, item: bytes) -> None:
+        """Deliver one popped message, or drop it with its reason: nothing a message holds
+        may raise out of here, only Redis's own errors."""
+        try:
+            payload = screen(item)
+        except Refused as exc:
+            drop(self._create_client(), queue, item, str(exc))
+            return
+        try:
+            self.connection._deliver(payload, queue)
+        except (redis.exceptions.RedisError, OSError):
+            raise
+        except Exception as exc:
+            tag = payload["properties"]["delivery_tag"]
+            if tag in self.qos._delivered:  # settle it: no unacked record, no redelivery
+                self.qos.ack(tag)
+            if isinstance(exc, Refused):
+                drop(self._create_client(), queue, item, str(exc))
+                return
+            drop(
+                self._create_client(),
+                queue,
+                item,
+                f"the worker could not take it ({type(exc).__name__}: {exc})",
+            )
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         if asynchronous:  # BRPOP's own connections: kombu manages them per call

@@ -547,8 +547,9 @@ async def test_malformed_execute_messages_are_dropped_and_the_worker_serves_on(
 ) -> None:
     """Messages for codemode.execute that no producer of codemode's would send reach the
     consumer's own hand-off (workers/strategy.py): one with no job at all and one whose job
-    is not a job are each logged, acked (nothing left in the queue or unacked) and never
-    run; the next real job runs."""
+    is not a job are each logged, acked (nothing left in the queue or unacked), kept in the
+    queue's dead-letter list and never run; the next real job runs. (test_poison.py pushes
+    a corpus of such messages.)"""
     from celery import Celery
 
     from broker_config import TASK_NAME
@@ -563,12 +564,13 @@ async def test_malformed_execute_messages_are_dropped_and_the_worker_serves_on(
         app.close()
     await eventually(
         lambda: (
-            "dropped a malformed codemode.execute message" in worker.log_text()
-            and "refused a malformed job" in worker.log_text()
+            "a malformed codemode.execute message: it carries no job" in worker.log_text()
+            and "a malformed codemode.execute message: its job is malformed" in worker.log_text()
         ),
         20,
         "both messages refused",
     )
+    assert redis_sync.llen(f"{private_queue.queue}.dead") == 2
     async with FleetExecutor(settings=private_queue) as ex:
         assert (await ex.execute("() => 6 * 7")).result == 42
     assert redis_sync.llen(private_queue.queue) == 0
