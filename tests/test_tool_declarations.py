@@ -347,3 +347,14 @@ def test_a_result_that_is_not_json_data_is_an_error_naming_the_tool() -> None:
     assert serve(tools, "store", "weird", [])["error"].startswith(
         "store.weird produced a value that is not JSON data"
     )
+
+
+def test_an_object_with_an_async_call_is_served_as_an_async_tool() -> None:
+    class Lookup:
+        async def __call__(self, key: str) -> str:
+            await asyncio.sleep(0)
+            return key.upper()
+
+    tools = ToolRegistry()
+    tools.add("kv", "get", Lookup())
+    assert serve(tools, "kv", "get", ["a"]) == {"result": "A"}

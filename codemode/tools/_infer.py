@@ -138,8 +138,10 @@ def _schemas(
 def read_signature(fn: Callable[..., Any], where: str) -> Signature:
     """The description, parameter schema and result schema of ``fn``. ``where`` names the
     tool in errors. Raises ValueError for a signature a program cannot call by position."""
+    # An object with a __call__ method: its hints are that method's.
+    target = fn if inspect.isroutine(fn) or inspect.isclass(fn) else getattr(fn, "__call__", fn)  # noqa: B004
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = typing.get_type_hints(target, include_extras=True)
     except Exception as exc:  # a forward reference that does not resolve, ...
         raise ValueError(f"The type hints of {where} cannot be read: {exc}.") from None
     description, described = _docstring(fn)

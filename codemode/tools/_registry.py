@@ -51,7 +51,9 @@ class _Tool:
         self._fn = fn
         self._arguments = arguments
         self._signature: str | None = None
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 (an object whose __call__ is async)
+        )
 
     def _values(self, args_json: str) -> list[Any]:
         arguments = self._arguments
