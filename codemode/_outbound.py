@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -24,15 +25,19 @@ import msgspec
 from . import _texts
 
 __all__ = [
+    "NOT_A_RESPONSE",
     "OutboundPolicy",
     "OutboundRequest",
     "OutboundResponse",
     "allow_hosts",
+    "checked_response",
     "handle_fetch",
     "network_policy",
 ]
 
 MAX_REDIRECTS = 20
+
+log = logging.getLogger("codemode.outbound")
 
 
 class OutboundRequest(msgspec.Struct, frozen=True):
@@ -135,6 +140,35 @@ def _error(text: str) -> str:
     return _encode.encode({"error": text}).decode()
 
 
+NOT_A_RESPONSE = "The host's outbound policy returned something that is not a response."
+
+
+def checked_response(answer: object) -> OutboundResponse | None:
+    """A policy's answer as a response whose fields have their types (a mapping is
+    converted), or ``None``. A Struct is not checked when it is made: a ``str`` body, say,
+    would fail later, where the fetch could no longer be answered (the fleet's worker
+    drops a reply it cannot decode)."""
+    if isinstance(answer, Mapping):
+        try:
+            return msgspec.convert(answer, OutboundResponse)
+        except msgspec.ValidationError:
+            return None
+    if not isinstance(answer, OutboundResponse):
+        return None
+    if not (
+        type(answer.status) is int
+        and isinstance(answer.body, bytes)
+        and isinstance(answer.status_text, str)
+        and isinstance(answer.headers, list)
+        and all(
+            isinstance(h, (tuple, list)) and len(h) == 2 and isinstance(h[0], str) and isinstance(h[1], str)
+            for h in answer.headers
+        )
+    ):
+        return None
+    return answer
+
+
 async def handle_fetch(
     request_json: str,
     outbound: Any,
@@ -142,14 +176,24 @@ async def handle_fetch(
     deadline: float,
     max_bytes: int,
 ) -> str:
-    """Serve one Fetch from a program; always returns a JSON reply (a response or an error)."""
+    """Serve one Fetch from a program; always returns a JSON reply (a response or an error).
+    Never raises: an exception here would leave the program's fetch waiting for the run's
+    timeout."""
+    try:
+        return await _fetch(request_json, outbound, deadline=deadline, max_bytes=max_bytes)
+    except Exception as exc:  # a policy's odd answer, or a bug: the fetch still settles
+        log.warning("an outbound request could not be served", exc_info=True)
+        return _error(f"The host could not serve this request ({type(exc).__name__}).")
+
+
+async def _fetch(request_json: str, outbound: Any, *, deadline: float, max_bytes: int) -> str:
     from ._config import UNSET
 
     if outbound is None:
         return _error(_texts.NETWORK_DISABLED)
     try:
         plain = _plain.decode(request_json)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # (deep unknown fields: msgspec recurses)
         return _error("The request could not be read.")
     body = plain.body.encode("latin-1") if plain.body else b""
     request = OutboundRequest(plain.method.upper(), plain.url, [tuple(h) for h in plain.headers], body)  # type: ignore[misc]
@@ -160,18 +204,17 @@ async def handle_fetch(
             return _error("The request did not finish before the run's deadline.")
         try:
             if outbound is UNSET:
-                response = await network_policy(request, timeout_s=remaining)
+                answer: object = await network_policy(request, timeout_s=remaining)
             else:
                 reply = outbound(request)
-                response = await reply if inspect.isawaitable(reply) else reply
+                answer = await reply if inspect.isawaitable(reply) else reply
         except httpx.HTTPError as exc:
             return _error(f"The request to {request.url} failed: {type(exc).__name__}.")
         except Exception as exc:
             return _error(str(exc) or f"The request to {request.url} was refused.")
-        if isinstance(response, Mapping):
-            response = msgspec.convert(response, OutboundResponse)
-        if not isinstance(response, OutboundResponse):
-            return _error("The host's outbound policy returned something that is not a response.")
+        response = checked_response(answer)
+        if response is None:
+            return _error(NOT_A_RESPONSE)
         location = next((v for k, v in response.headers if k.lower() == "location"), None)
         if plain.redirect == "follow" and response.status in (301, 302, 303, 307, 308) and location:
             method, body = request.method, request.body

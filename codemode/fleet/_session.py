@@ -25,7 +25,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -39,7 +39,7 @@ from .. import _texts
 from .._dispatch import Dispatcher, RunThreads
 from .._eager import EagerStarter
 from .._faults import HandleLost, HostGone, JobExpired, WorkerCrashed, fault_from_data
-from .._outbound import OutboundRequest, OutboundResponse
+from .._outbound import NOT_A_RESPONSE, OutboundRequest, checked_response
 from .._outcome import Outcome
 from .._request import ResolvedRequest
 from ._channel import blocking_wait, packed_push, popped, push
@@ -80,13 +80,9 @@ async def run_policy(policy: Any, request: OutboundRequest, max_bytes: int) -> F
         return FetchReply(0, error=f"The request to {request.url} failed: {type(exc).__name__}.")
     except Exception as exc:
         return FetchReply(0, error=str(exc) or f"The request to {request.url} was refused.")
-    if isinstance(response, Mapping):
-        try:
-            response = msgspec.convert(response, OutboundResponse)
-        except msgspec.ValidationError:
-            response = None
-    if not isinstance(response, OutboundResponse):
-        return FetchReply(0, error="The host's outbound policy returned something that is not a response.")
+    response = checked_response(response)
+    if response is None:
+        return FetchReply(0, error=NOT_A_RESPONSE)
     if len(response.body) > max_bytes:
         return FetchReply(0, error=_texts.message_ceiling_text("response body", max_bytes))
     return FetchReply(0, response=response)

@@ -405,3 +405,55 @@ async def test_a_deeply_nested_result_crosses_whole_or_is_the_runs_error(executo
     too_deep = await executor.execute(_nested_result(DEEP))
     assert too_deep.error == RESULT_TOO_DEEP
     assert too_deep.result is None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"status": "200"},
+        {"status": 200, "headers": [["a", ["b"]]]},
+        "body",
+    ],
+    ids=["status-text", "nested-header", "plain-text"],
+)
+async def test_a_policy_answer_that_is_not_a_response_rejects_the_fetch_at_once(
+    executor: Any, answer: Any
+) -> None:
+    """Whatever a policy answers, the fetch settles: a mapping that does not convert used to
+    raise out of the in-process executor's fetch path and leave the fetch waiting for the
+    run's timeout. The run goes on."""
+    from codemode import OutboundRequest, OutboundResponse
+
+    probe = await executor.execute("() => typeof fetch", outbound=None)
+    if probe.result != "function":
+        pytest.skip("the guest's fetch is not installed in this build yet")
+
+    def policy(request: OutboundRequest) -> Any:
+        return OutboundResponse(200, body=b"fine") if request.url.endswith("/ok") else answer
+
+    outcome = await executor.execute(
+        "async () => { let said; try { await fetch('https://api.example/'); said = 'fetched' }"
+        " catch (e) { said = e.message } const r = await fetch('https://api.example/ok');"
+        " return [said, await r.text()] }",
+        outbound=policy,
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.result == ["The host's outbound policy returned something that is not a response.", "fine"]
+
+
+async def test_a_policy_response_with_a_text_body_rejects_the_fetch_at_once(executor: Any) -> None:
+    """An OutboundResponse is not checked when it is made: a ``str`` body used to fail
+    where the fetch could no longer be answered (in process, encoding the reply; in the
+    fleet, the worker's decoding of it), and the fetch waited for the run's timeout."""
+    from codemode import OutboundRequest, OutboundResponse
+
+    def policy(request: OutboundRequest) -> OutboundResponse:
+        return OutboundResponse(200, body="text, not bytes")  # type: ignore[arg-type]
+
+    outcome = await executor.execute(
+        "async () => { try { await fetch('https://api.example/'); return 'fetched' }"
+        " catch (e) { return e.message } }",
+        outbound=policy,
+    )
+    assert outcome.error is None, outcome.error
+    assert outcome.result == "The host's outbound policy returned something that is not a response."
