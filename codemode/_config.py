@@ -43,6 +43,7 @@ __all__ = [
     "check_int",
     "check_memory_limit",
     "config_object",
+    "physical_memory_mb",
 ]
 
 
@@ -76,7 +77,7 @@ DEFAULT_MAX_TIMEOUT_MS: Final = 300_000
 DEFAULT_MAX_REQUEST_BYTES: Final = 8 * 1024 * 1024
 """Operator ceiling: code plus modules plus provider declarations, in UTF-8 bytes."""
 MIN_MEMORY_LIMIT_MB: Final = 16
-"""The smallest ``memory_limit``: below it the runtime itself does not fit in the heap."""
+"""The smallest ``memory_limit`` accepted."""
 MAX_MEMORY_LIMIT_MB: Final = 4096
 """The largest ``memory_limit``: V8's heap cannot grow past 4 GB (its pointer-compression
 cage), whatever it is told. A limit above the machine's physical memory is refused too."""
@@ -121,7 +122,8 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
-def _physical_memory_mb() -> int | None:
+def physical_memory_mb() -> int | None:
+    """The machine's physical memory in MB (None where the system does not say)."""
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
     except (ValueError, OSError, AttributeError):
@@ -134,7 +136,7 @@ def check_memory_limit(value: object) -> int:
     mb = check_int(
         "memory_limit", value, minimum=MIN_MEMORY_LIMIT_MB, maximum=MAX_MEMORY_LIMIT_MB, unit=" (MB)"
     )
-    physical = _physical_memory_mb()
+    physical = physical_memory_mb()
     if physical is not None and mb > physical:
         raise InvalidRequest(
             f"memory_limit must be at most this machine's physical memory ({physical} MB), got {mb}."

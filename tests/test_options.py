@@ -23,7 +23,7 @@ from codemode._config import (
     MAX_REQUEST_BYTES_CEILING,
     MAX_TIMEOUT_CEILING_MS,
     MIN_MEMORY_LIMIT_MB,
-    _physical_memory_mb,
+    physical_memory_mb,
 )
 from codemode.fleet import FleetExecutor
 from codemode.fleet._client import MAX_FLEET_JOBS, MAX_QUEUE_TIMEOUT_MS
@@ -164,7 +164,7 @@ def test_a_bad_fleet_option_is_refused_when_the_executor_is_made(
 
 
 def _good_edges() -> list[dict[str, Any]]:
-    physical = _physical_memory_mb() or MAX_MEMORY_LIMIT_MB
+    physical = physical_memory_mb() or MAX_MEMORY_LIMIT_MB
     return [
         {"timeout": 1},
         {"timeout": 300_000},
@@ -232,7 +232,7 @@ def test_the_smallest_settings_serve_a_run() -> None:
         outcome = executor.execute("async () => { console.log('a'); console.log('b'); return 6 * 7 }")
         assert outcome.result == 42 and outcome.error is None
         assert outcome.logs[0].text == "a"
-    largest = min(MAX_MEMORY_LIMIT_MB, _physical_memory_mb() or MAX_MEMORY_LIMIT_MB)
+    largest = min(MAX_MEMORY_LIMIT_MB, physical_memory_mb() or MAX_MEMORY_LIMIT_MB)
     with SyncIsolateExecutor(memory_limit=largest, pool={"max_workers": 1, "standby": False}) as executor:
         assert executor.execute("() => 42").result == 42
 
