@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from ._bulk import BulkResults, Jobs, RetryArg, SyncBulkResults, iterate_sync, map_jobs, map_jobs_ordered
 from ._config import (
     DEFAULT_COUNT_HOST_WAITS,
     DEFAULT_MAX_LOG_ENTRIES,
@@ -37,7 +38,6 @@ from ._config import (
     check_int,
     config_object,
 )
-from ._bulk import BulkResults, Jobs, RetryArg, SyncBulkResults, iterate_sync, map_jobs, map_jobs_ordered
 from ._dispatch import Dispatcher, RunThreads, dispatch_threads
 from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (

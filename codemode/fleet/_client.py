@@ -38,6 +38,7 @@ from redis.backoff import NoBackoff
 
 from broker_config import WORKER_QUEUE_PREFIX, BrokerSettings
 
+from .._bulk import BulkResults, Jobs, RetryArg, map_jobs, map_jobs_ordered
 from .._config import (
     DEFAULT_COUNT_HOST_WAITS,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -48,7 +49,6 @@ from .._config import (
     check_int,
     config_object,
 )
-from .._bulk import BulkResults, Jobs, RetryArg, map_jobs, map_jobs_ordered
 from .._dispatch import RunThreads, dispatch_threads
 from .._faults import (
     Disposed,
