@@ -110,3 +110,61 @@ def test_keys(guest: Guest) -> None:
         "tag": "[object CryptoKey]",
         "illegal": "TypeError",
     }
+
+
+def test_get_random_values_errors_follow_web_crypto(guest: Guest) -> None:
+    # Web Crypto getRandomValues: not an integer typed array -> TypeMismatchError (a DataView
+    # and the float arrays are ArrayBufferViews, so they pass WebIDL and fail here); more than
+    # 65,536 bytes -> QuotaExceededError; not an ArrayBufferView at all -> TypeError (WebIDL).
+    out = guest.run(
+        """
+        const name = (f) => { try { f(); return 'ok'; } catch (e) { return `${e.name}:${e instanceof DOMException}:${e.code}`; } };
+        const views = [new DataView(new ArrayBuffer(4)), new Float32Array(1), new Float64Array(1)];
+        if (typeof Float16Array === 'function') views.push(new Float16Array(1));
+        class Spoof extends Float64Array { get [Symbol.toStringTag]() { return 'Uint8Array'; } }
+        views.push(new Spoof(1));
+        const mismatch = views.map((v) => name(() => crypto.getRandomValues(v)));
+        const quota = [new Uint8Array(65537), new Uint32Array(16385), new BigInt64Array(8193)]
+          .map((v) => name(() => crypto.getRandomValues(v)));
+        const edge = [new Uint8Array(65536), new Int32Array(16384), new BigUint64Array(8192), new Uint8ClampedArray(0)]
+          .map((v) => name(() => crypto.getRandomValues(v)));
+        const typeErrors = [new ArrayBuffer(8), [1, 2], 7, null].map((v) => name(() => crypto.getRandomValues(v)));
+        const sub = new (class extends Uint16Array {})(4);
+        return { mismatch, quota, edge, typeErrors, sameObject: crypto.getRandomValues(sub) === sub };
+        """
+    )
+    assert set(out["mismatch"]) == {"TypeMismatchError:true:17"}
+    assert out["quota"] == ["QuotaExceededError:true:22"] * 3
+    assert out["edge"] == ["ok"] * 4
+    assert out["typeErrors"] == ["TypeError:false:undefined"] * 4
+    assert out["sameObject"] is True
+
+
+def test_digest_copies_the_bytes_at_the_call(guest: Guest) -> None:
+    # digest() step 2 copies the data before step 3 reads the algorithm: a name getter that
+    # detaches or rewrites the buffer, or a write after the call, does not change the input;
+    # a buffer already detached holds no bytes (the digest of the empty string).
+    out = guest.run(
+        """
+        const hex = (b) => Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, '0')).join('');
+        const abc = () => new TextEncoder().encode('abc');
+        const a = abc();
+        const detachInGetter = crypto.subtle.digest({ get name() { a.buffer.transfer(); return 'SHA-256'; } }, a);
+        const b = abc();
+        const rewriteInGetter = crypto.subtle.digest({ get name() { b.fill(0); return 'SHA-256'; } }, b);
+        const c = abc();
+        const writeAfter = crypto.subtle.digest('SHA-256', c.buffer);
+        c[0] = 0;
+        const d = abc();
+        d.buffer.transfer();
+        const detachedBefore = crypto.subtle.digest('SHA-256', d);
+        const e = abc().buffer;
+        const dv = new DataView(e);
+        e.transfer();
+        const detachedView = crypto.subtle.digest('SHA-256', dv);
+        return [hex(await detachInGetter), hex(await rewriteInGetter), hex(await writeAfter),
+                hex(await detachedBefore), hex(await detachedView), a.buffer.detached];
+        """
+    )
+    abc, empty = hashlib.sha256(b"abc").hexdigest(), hashlib.sha256(b"").hexdigest()
+    assert out == [abc, abc, abc, empty, empty, True]

@@ -226,21 +226,45 @@
   // ---- WebIDL-ish helpers ---------------------------------------------------------------------
 
   const notSupported = (what) => new DOMException(`${what} is not supported by this runtime`, 'NotSupportedError');
+  // WebIDL "get a copy of the bytes held by the buffer source": a copy taken now (later writes
+  // and a later detach do not reach it); a detached buffer holds no bytes. The intrinsic getters
+  // are used, so a view subclass overriding buffer/byteOffset/byteLength changes nothing.
+  const getter = (proto, key) => Object.getOwnPropertyDescriptor(proto, key).get;
+  const TypedArrayProto = Object.getPrototypeOf(U8.prototype);
+  const taBuffer = getter(TypedArrayProto, 'buffer'), taOffset = getter(TypedArrayProto, 'byteOffset');
+  const taLength = getter(TypedArrayProto, 'byteLength'), taName = getter(TypedArrayProto, Symbol.toStringTag);
+  const dvBuffer = getter(DataView.prototype, 'buffer');
+  const abLength = getter(ArrayBuffer.prototype, 'byteLength'), abDetached = getter(ArrayBuffer.prototype, 'detached');
+  const isArrayBuffer = (v) => { try { abLength.call(v); return true; } catch { return false; } };
+  const isDetached = (b) => { try { return abDetached.call(b); } catch { return false; } }; // shared: never
+  const isDataView = (v) => { try { dvBuffer.call(v); return true; } catch { return false; } };
   function bufferSource(data, what) {
-    if (isView(data)) return new U8(data.buffer, data.byteOffset, data.byteLength).slice();
-    if (data instanceof ArrayBuffer) return new U8(data).slice();
+    if (isView(data)) {
+      if (isDataView(data)) {
+        if (isDetached(dvBuffer.call(data))) return new U8(0);
+        // byteLength/byteOffset of a DataView throw when it is out of bounds: no bytes then.
+        try { return new U8(dvBuffer.call(data), data.byteOffset, data.byteLength).slice(); } catch { return new U8(0); }
+      }
+      const buffer = taBuffer.call(data);
+      if (isDetached(buffer)) return new U8(0);
+      return new U8(buffer, taOffset.call(data), taLength.call(data)).slice();
+    }
+    if (isArrayBuffer(data)) return isDetached(data) ? new U8(0) : new U8(data).slice();
     throw new TypeError(`Failed to execute '${what}' on 'SubtleCrypto': The provided value is not of type '(ArrayBuffer or ArrayBufferView)'.`);
   }
+  // "Normalize an algorithm": the name member is read once; the members a particular
+  // algorithm needs (hash, length) are read from the caller's object when that algorithm asks.
   function normalize(algorithm) {
-    const alg = typeof algorithm === 'string' ? { name: algorithm } : algorithm;
-    if (alg === null || typeof alg !== 'object' || alg.name === undefined) {
-      throw new TypeError("Algorithm: the 'name' member is required.");
-    }
-    return alg;
+    if (typeof algorithm === 'string') return { name: algorithm };
+    if (algorithm === null || typeof algorithm !== 'object') throw new TypeError("Algorithm: the 'name' member is required.");
+    const name = algorithm.name;
+    if (name === undefined) throw new TypeError("Algorithm: the 'name' member is required.");
+    return { name: String(name), get hash() { return algorithm.hash; }, get length() { return algorithm.length; } };
   }
   function hashName(algorithm) {
-    const name = String(normalize(algorithm).name).toUpperCase();
-    if (!(name in HASHES)) throw notSupported(`Hash algorithm '${String(normalize(algorithm).name)}'`);
+    const given = normalize(algorithm).name;
+    const name = given.toUpperCase();
+    if (!(name in HASHES)) throw notSupported(`Hash algorithm '${given}'`);
     return name;
   }
   const isHmac = (alg) => String(normalize(alg).name).toUpperCase() === 'HMAC';
@@ -302,8 +326,11 @@
     constructor(k = undefined) { if (k !== ILLEGAL) throw new TypeError('Illegal constructor'); }
     digest(algorithm, data) {
       return settle(() => {
+        // The bytes are copied before the algorithm is read (Web Crypto, digest() steps 2-3):
+        // an algorithm whose getter detaches or rewrites the buffer does not change the input.
+        const bytes = bufferSource(data, 'digest');
         const name = hashName(algorithm);
-        return toBuffer(HASHES[name].fn(bufferSource(data, 'digest')));
+        return toBuffer(HASHES[name].fn(bytes));
       });
     }
     importKey(format, keyData, algorithm, extractable, keyUsages) {
@@ -371,7 +398,11 @@
 
   // ---- Crypto ---------------------------------------------------------------------------------
 
-  const INTEGER_ARRAYS = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, BigInt64Array, BigUint64Array];
+  // getRandomValues accepts the integer typed arrays only (by their [[TypedArrayName]], which
+  // a subclass or an own Symbol.toStringTag does not change).
+  const INTEGER_ARRAYS = new Set(['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
+    'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array']);
+  const MAX_RANDOM_BYTES = 65536;
   const subtle = new SubtleCrypto(ILLEGAL);
   const hex = (b) => (b < 16 ? '0' : '') + b.toString(16);
 
@@ -379,16 +410,16 @@
     constructor(k = undefined) { if (k !== ILLEGAL) throw new TypeError('Illegal constructor'); }
     get subtle() { return subtle; }
     getRandomValues(array) {
-      if (!isView(array) || array instanceof DataView || !INTEGER_ARRAYS.some((C) => array instanceof C)) {
-        if (isView(array) && !(array instanceof DataView)) {
-          throw new DOMException("Failed to execute 'getRandomValues' on 'Crypto': The provided ArrayBufferView is of type '" + array[Symbol.toStringTag] + "', which is not an integer array type.", 'TypeMismatchError');
-        }
-        throw new TypeError("Failed to execute 'getRandomValues' on 'Crypto': parameter 1 is not of type 'ArrayBufferView'.");
+      if (!isView(array)) throw new TypeError("Failed to execute 'getRandomValues' on 'Crypto': parameter 1 is not of type 'ArrayBufferView'.");
+      const name = isDataView(array) ? 'DataView' : taName.call(array);
+      if (!INTEGER_ARRAYS.has(name)) {
+        throw new DOMException(`Failed to execute 'getRandomValues' on 'Crypto': The provided ArrayBufferView is of type '${name}', which is not an integer array type; pass an Int8/16/32, Uint8/16/32, Uint8Clamped or BigInt64/BigUint64 array.`, 'TypeMismatchError');
       }
-      if (array.byteLength > 65536) {
-        throw new DOMException(`Failed to execute 'getRandomValues' on 'Crypto': The ArrayBufferView's byte length (${array.byteLength}) exceeds the number of bytes of entropy available via this API (65536).`, 'QuotaExceededError');
+      const length = taLength.call(array);
+      if (length > MAX_RANDOM_BYTES) {
+        throw new DOMException(`Failed to execute 'getRandomValues' on 'Crypto': The ArrayBufferView's byte length (${length}) exceeds the number of bytes of entropy available via this API (${MAX_RANDOM_BYTES}); fill it in slices of at most ${MAX_RANDOM_BYTES} bytes.`, 'QuotaExceededError');
       }
-      new U8(array.buffer, array.byteOffset, array.byteLength).set(randomBytes(array.byteLength));
+      if (length > 0) new U8(taBuffer.call(array), taOffset.call(array), length).set(randomBytes(length));
       return array;
     }
     randomUUID() {
