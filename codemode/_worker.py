@@ -486,7 +486,7 @@ class Worker:
             for body in bodies:
                 try:
                     message = _decoder.decode(body)
-                except msgspec.DecodeError as exc:
+                except (msgspec.DecodeError, RecursionError) as exc:  # (deep unknown fields recurse)
                     stop(f"sent a malformed message ({exc})")
                     return
                 try:

@@ -6,6 +6,8 @@ Faults:
 
 - ``garbage-frame``: the child answers its first run with a frame that is not a message, then
   starts nothing (the host must end it for the frame, as a typed fault with ``started=False``).
+- ``deep-frame``: the child answers its first run with a Call whose unknown field nests 5,000
+  levels deep (the host's decoder recurses into it and must still end the child for it).
 - ``oom-long-trace``: as a program starts, the child prints V8's fatal out-of-memory line followed
   by a backtrace longer than the stderr tail the host keeps, and dies of SIGTRAP as V8 does.
 """
@@ -25,6 +27,26 @@ def _garbage_frame() -> None:
 
     async def serve(self: main.Child, msg: object) -> None:
         os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
+        time.sleep(60)
+
+    main.Child.serve = serve  # type: ignore[method-assign,assignment]
+
+
+def _deep_frame() -> None:
+    import time
+
+    import msgspec
+
+    from codemode._child import main
+    from codemode._protocol import FRAME_HEADER
+
+    async def serve(self: main.Child, msg: object) -> None:
+        fields = {"type": "call", "run_id": 1, "call_id": 1, "provider": "a", "tool": "b", "args_json": "[]"}
+        head = bytes([0x80 | (len(fields) + 1)]) + b"".join(
+            msgspec.msgpack.encode(k) + msgspec.msgpack.encode(v) for k, v in fields.items()
+        )
+        body = head + msgspec.msgpack.encode("later") + b"\x91" * 5000 + b"\x90"
+        os.write(self.proto_out, FRAME_HEADER.pack(len(body)) + body)
         time.sleep(60)
 
     main.Child.serve = serve  # type: ignore[method-assign,assignment]
@@ -57,6 +79,8 @@ def _oom_long_trace() -> None:
 
 if FAULT == "garbage-frame":
     _garbage_frame()
+elif FAULT == "deep-frame":
+    _deep_frame()
 elif FAULT == "oom-long-trace":
     _oom_long_trace()
 elif FAULT:
