@@ -207,18 +207,24 @@ class Pool:
 
     # ---- callers ------------------------------------------------------------------
 
-    def _starting_slots(self) -> int:
-        """Slots with no ready child: their child is starting (or replacing one that exited),
-        and each will take the first caller in line as soon as it is ready."""
-        return sum(1 for worker in self._slots.values() if worker is None)
+    def _coming_free(self) -> int:
+        """Slots that will take the first caller in line with no run of a caller ending:
+        their child is starting (or replacing one that exited), or it is finishing the
+        cleanup of a run whose caller already has its outcome (held until it says Idle).
+        A child that retains a handle is not among them: it serves that handle's caller."""
+        return sum(
+            1
+            for worker in self._slots.values()
+            if worker is None or (worker.held and worker.run is None and worker.retained is None)
+        )
 
     async def acquire(self, *, admitted: bool = False) -> Worker:
         """A worker for one run: an idle one, else a place in line.
 
         Admission: at most ``max_workers`` runs in flight plus ``max_queue`` callers waiting.
-        A caller waiting for a child that is starting takes that child's capacity, not a
-        place in line, so a cold pool (or one replacing a child) admits what a warm one
-        does. ``admitted``: the caller was admitted already and its child recycled before
+        A caller waiting for a child that is starting (or cleaning up after a run that is
+        over) takes that child's capacity, not a place in line, so a cold pool (or one
+        replacing a child) admits what a warm one does. ``admitted``: the caller was admitted already and its child recycled before
         taking its run (nothing ran); it is not refused now."""
         if self._closed:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
@@ -227,11 +233,12 @@ class Pool:
             worker = self._idle.popleft()
             if worker.alive:
                 return worker
-        if not admitted and len(self._waiters) >= self.config.max_queue + self._starting_slots():
+        coming_free = self._coming_free()
+        if not admitted and len(self._waiters) >= self.config.max_queue + coming_free:
             raise QueueFull(
                 f"Every worker is busy and the line is full: {self.config.max_workers} runs "
                 f"in flight or starting (pool.max_workers={self.config.max_workers}) and "
-                f"{len(self._waiters) - self._starting_slots()} calls waiting "
+                f"{len(self._waiters) - coming_free} calls waiting "
                 f"(pool.max_queue={self.config.max_queue}); nothing ran. Retry later or raise "
                 "the bound."
             )

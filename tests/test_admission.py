@@ -88,3 +88,21 @@ def test_a_child_being_replaced_counts_as_capacity() -> None:
             assert (served, len(refused)) == (2, 4)
 
     asyncio.run(main())
+
+
+def test_a_child_cleaning_up_after_its_run_counts_as_capacity() -> None:
+    """A run that timed out is reported before its child has disposed of the isolate (the
+    child is held until it says Idle): a burst that follows at once is admitted as on an
+    idle child."""
+
+    async def main() -> None:
+        pool = {"max_workers": 1, "max_queue": 1}
+        async with IsolateExecutor(pool=pool, timeout=30_000) as ex:
+            assert (await ex.execute("() => 1")).result == 1
+            for _ in range(3):
+                stuck = await ex.execute("async () => { while (true) {} }", timeout=200)
+                assert stuck.error is not None and "timed out" in stuck.error
+                served, refused = await burst(ex, 6)
+                assert (served, len(refused)) == (2, 4)
+
+    asyncio.run(main())
