@@ -65,3 +65,93 @@ def test_blob_and_class_instances(guest: Guest) -> None:
         """
     )
     assert out == [True, 1, None, True, "n.txt", "text/plain", 7, "abc"]
+
+
+def test_resizable_buffers_and_length_tracking_views(guest: Guest) -> None:
+    # HTML serializes a resizable buffer with its [[ArrayBufferMaxByteLength]], and a view with
+    # [[ByteLength]]/[[ArrayLength]] "auto" when it tracks its buffer's length: both survive.
+    out = guest.run(
+        """
+        const ab = new ArrayBuffer(8, { maxByteLength: 16 });
+        new Uint8Array(ab).set([1, 2, 3, 4, 5, 6, 7, 8]);
+        const c = structuredClone(ab);
+        const fixed = structuredClone(new ArrayBuffer(4));
+        const tracking = structuredClone(new Uint16Array(ab, 2));
+        const bounded = structuredClone(new Uint16Array(ab, 2, 2));
+        const dvTracking = structuredClone(new DataView(ab, 1));
+        tracking.buffer.resize(16); bounded.buffer.resize(16); dvTracking.buffer.resize(16);
+        // At its maximum the buffer is probed by shrinking: its bytes are put back.
+        const full = new ArrayBuffer(8, { maxByteLength: 8 });
+        new Uint8Array(full).set([9, 8, 7, 6, 5, 4, 3, 2]);
+        const atMax = structuredClone(new Uint32Array(full));
+        atMax.buffer.resize(4);
+        return [c.resizable, c.maxByteLength, c.byteLength, Array.from(new Uint8Array(c)), c !== ab,
+                fixed.resizable, tracking.length, Array.from(tracking.slice(0, 3)), bounded.length,
+                dvTracking.byteLength, atMax.length, Array.from(new Uint8Array(full)), full.byteLength];
+        """
+    )
+    assert out == [True, 16, 8, [1, 2, 3, 4, 5, 6, 7, 8], True, False, 7, [0x0403, 0x0605, 0x0807],
+                   2, 15, 1, [9, 8, 7, 6, 5, 4, 3, 2], 8]  # fmt: skip
+
+
+def test_views_out_of_bounds_throw_data_clone_error(guest: Guest) -> None:
+    # HTML: "If IsArrayBufferViewOutOfBounds(value) is true, then throw a DataCloneError".
+    out = guest.run(
+        """
+        const ab = new ArrayBuffer(8, { maxByteLength: 16 });
+        const views = [new Uint16Array(ab, 4, 2), new DataView(ab, 2, 6), new Uint8Array(ab, 7)];
+        ab.resize(6);
+        const detached = new Uint8Array(4), dvDetached = new DataView(new ArrayBuffer(4));
+        detached.buffer.transfer(); dvDetached.buffer.transfer();
+        views.push(detached, dvDetached);
+        const results = views.map((v) => { try { structuredClone(v); return 'cloned'; } catch (e) { return `${e.name}:${e instanceof DOMException}`; } });
+        const still = structuredClone(new Uint16Array(ab, 2, 2)).length;  // in bounds after the shrink
+        return [results, still];
+        """
+    )
+    assert out == [["DataCloneError:true"] * 5, 2]
+
+
+def test_subclass_instances_clone_as_their_serializable_base(guest: Guest) -> None:
+    # Types are recognised by their internal slots, so a subclass clones as the base type, and
+    # what the subclass overrides (exec, flags, toStringTag, species) is never consulted.
+    out = guest.run(
+        """
+        const proto = (v) => Object.getPrototypeOf(v);
+        class MyMap extends Map {} class MySet extends Set {} class MyDate extends Date {}
+        class MyRe extends RegExp { exec() { throw new Error('exec called'); } get flags() { return 'x'; } }
+        class MyBuf extends ArrayBuffer { static get [Symbol.species]() { throw new Error('species read'); } }
+        class MyBytes extends Uint8Array { get [Symbol.toStringTag]() { return 'Float64Array'; } get length() { return 99; } }
+        class MyRange extends RangeError {}
+        class Named extends Error { constructor(m) { super(m); this.name = 'Named'; } }
+        class MyArray extends Array {}
+        class MyNumber extends Number {}
+        const re = new MyRe('a+', 'gy'); re.lastIndex = 2;
+        const m = structuredClone(new MyMap([[1, 'a']])), s = structuredClone(new MySet([1]));
+        const d = structuredClone(new MyDate(5)), r = structuredClone(re);
+        const b = structuredClone(new MyBuf(3)), u = structuredClone(new MyBytes([1, 2]));
+        const e1 = structuredClone(new MyRange('r')), e2 = structuredClone(new Named('n'));
+        const a = structuredClone(MyArray.from([1, 2])), n = structuredClone(new MyNumber(4));
+        return [proto(m) === Map.prototype && m.get(1), proto(s) === Set.prototype && s.has(1),
+                proto(d) === Date.prototype && d.getTime(), proto(r) === RegExp.prototype && String(r), re.lastIndex,
+                proto(b) === ArrayBuffer.prototype && b.byteLength, proto(u) === Uint8Array.prototype && Array.from(u),
+                proto(e1) === RangeError.prototype && e1.message, proto(e2) === Error.prototype && e2.name,
+                proto(a) === Array.prototype && a, proto(n) === Number.prototype && n.valueOf()];
+        """
+    )
+    assert out == ["a", True, 5, "/a+/gy", 2, 3, [1, 2], "r", "Error", [1, 2], 4]
+
+
+def test_platform_subclasses_are_refused_and_program_classes_cloned(guest: Guest) -> None:
+    out = guest.run(
+        """
+        class MyHeaders extends Headers {}
+        class Tagged { constructor() { this.x = 1; } get [Symbol.toStringTag]() { return 'Tagged'; } }
+        class MyBlob extends Blob {}
+        let refused;
+        try { structuredClone(new MyHeaders()); refused = 'cloned'; } catch (e) { refused = e.name; }
+        const blob = structuredClone(new MyBlob(['ab']));
+        return [refused, structuredClone(new Tagged()), blob instanceof Blob && await blob.text()];
+        """
+    )
+    assert out == ["DataCloneError", {"x": 1}, "ab"]
