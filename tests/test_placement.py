@@ -10,13 +10,22 @@ import contextlib
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
 from codemode import SyncIsolateExecutor
+from codemode._placement import SLOTS_DIR_ENV
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 needs_two_cores = pytest.mark.skipif(len(ALLOWED) < 2, reason="this process may use one core")
+
+
+@pytest.fixture(autouse=True)
+def _own_slots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count is host-wide: a private slots directory keeps other processes' children
+    (another test run on the machine, say) out of what these tests assert."""
+    monkeypatch.setenv(SLOTS_DIR_ENV, str(tmp_path))
 
 
 def _cores_of(pid: int) -> set[int]:
