@@ -89,17 +89,12 @@ class _Properties(msgspec.Struct):
     body_encoding: Literal["base64", "utf-8"] | None = None
 
 
-class _Headers(msgspec.Struct):
-    task: str
-    id: str
-
-
 class _Envelope(msgspec.Struct):
-    """What kombu and Celery's consumer read of a task message without checking it
-    (task protocol 2, in kombu's Redis envelope); the rest is checked where it is read."""
+    """What kombu reads of a message in its Redis envelope without checking it; what the
+    consumer makes of the rest (Celery: the task its headers name) is its own to check."""
 
-    headers: _Headers
     properties: _Properties
+    headers: dict[str, Any] | None = None
     body: str = ""
     content_type: str | None = msgspec.field(default=None, name="content-type")
     content_encoding: str | None = msgspec.field(default=None, name="content-encoding")
@@ -122,9 +117,9 @@ def screen(item: bytes) -> dict[str, Any]:
     try:
         msgspec.convert(payload, _Envelope)
     except msgspec.ValidationError as exc:
-        raise Refused(f"not a Celery task message in kombu's envelope ({exc})") from None
+        raise Refused(f"not a message in kombu's envelope ({exc})") from None
     except RecursionError:
-        raise Refused("not a Celery task message in kombu's envelope (nested too deeply)") from None
+        raise Refused("not a message in kombu's envelope (nested too deeply)") from None
     result: dict[str, Any] = payload
     return result
 
@@ -275,15 +270,12 @@ class RedisChannel(kombu_redis.Channel):
             tag = payload["properties"]["delivery_tag"]
             if tag in self.qos._delivered:  # settle it: no unacked record, no redelivery
                 self.qos.ack(tag)
-            if isinstance(exc, Refused):
-                drop(self._create_client(), queue, item, str(exc))
-                return
-            drop(
-                self._create_client(),
-                queue,
-                item,
-                f"the worker could not take it ({type(exc).__name__}: {exc})",
+            reason = (
+                str(exc)
+                if isinstance(exc, Refused)
+                else f"the consumer could not take it ({type(exc).__name__}: {exc})"
             )
+            drop(self._create_client(), queue, item, reason)
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         if asynchronous:  # BRPOP's own connections: kombu manages them per call
