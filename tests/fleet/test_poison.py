@@ -304,6 +304,56 @@ async def test_a_dropped_message_names_its_reason_in_the_log_and_the_list(
     assert f"{DROPPED} {queue}: {unknown['reason']} (kept in {queue}.dead)" in log
 
 
+PING_REFUSALS = (DROPPED, "Can't decode message body", "raised unexpected")
+"""How a worker logs a refused ping: dropped to the dead-letter list, or Celery's own lines
+for a body its default strategy cannot decode and for a task that fails on its arguments."""
+
+
+async def test_malformed_pings_are_refused_once_each_and_the_worker_serves_on(
+    poison_settings: BrokerSettings, raw: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
+    """``codemode.ping`` goes through Celery's default strategy, not the execute task's
+    hand-off: a body it cannot unpack used to raise out of Celery's consumer and end the
+    worker. Each malformed ping is logged once (by Celery, or dropped to the dead-letter
+    list) and acked; the worker serves a job after each."""
+    worker = start_worker(poison_settings, name="pings")
+    queue = poison_settings.queue
+    real = _real_envelope(poison_settings)
+
+    def ping(body: bytes, **headers: object) -> bytes:
+        e = copy.deepcopy(real)
+        e["properties"]["delivery_tag"] = str(uuid.uuid4())
+        e["headers"].update(task="codemode.ping", id=uuid.uuid4().hex, **headers)
+        e["body"] = base64.b64encode(body).decode()
+        return json.dumps(e).encode()
+
+    pings = [
+        ("a body that is not JSON", ping(b"not json")),
+        ("a body that is an empty list", ping(b"[]")),
+        ("a body that is an object", ping(b'{"a": 1}')),
+        ("a body of two parts", ping(b"[[], {}]")),
+        ("a body nested past any limit", ping(b"[[" + b"[" * DEEP + b"]" * DEEP + b"], {}, {}]")),
+        ("three arguments", ping(b"[[1, 2, 3], {}, {}]")),
+        ("an expiry that is not a time", ping(b'[["k"], {}, {}]', expires="garbage")),
+        ("an eta that is not a time", ping(b'[["k"], {}, {}]', eta="garbage")),
+    ]
+
+    def refusals() -> int:
+        log = worker.log_text()
+        return sum(log.count(line) for line in PING_REFUSALS)
+
+    async with FleetExecutor(settings=poison_settings, queue_timeout=30_000) as ex:
+        for count, (name, message) in enumerate(pings, start=1):
+            raw.lpush(queue, message)
+            await eventually(lambda: refusals() >= count, 30, f"{name!r} refused")  # noqa: B023
+            assert refusals() == count, (name, worker.log_text()[-3000:])
+            assert (await ex.execute("() => 6 * 7")).result == 42, name
+    time.sleep(VISIBILITY_S + 3)
+    assert refusals() == len(pings)
+    assert raw.llen(queue) == 0 and raw.hlen("unacked") == 0
+    assert "Unrecoverable error" not in worker.log_text()
+
+
 # ---- the channel, in this process --------------------------------------------------------
 
 
