@@ -46,7 +46,7 @@ def test_every_kind_of_stuck_program_settles_at_the_bound(executor: SyncIsolateE
     elapsed = time.monotonic() - started
     assert outcome.error == TIMEOUT_300
     assert outcome.result is None
-    assert 0.29 < elapsed < 1.5  # the real accuracy is measured in benchmarks/
+    assert 0.29 < elapsed < 8  # it settles at its bound; how soon is measured in benchmarks/
     # ...and the pool still serves (a wedged child was replaced, not reused).
     assert executor.execute("async () => 6 * 7").result == 42
 
@@ -148,7 +148,7 @@ def test_a_dispatch_that_never_answers_is_bounded_by_the_timeout(executor: SyncI
         timeout=300,
     )
     assert outcome.error == TIMEOUT_300
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 8  # not the hour the call would take
 
 
 MEMORY_PROGRAMS = {

@@ -350,7 +350,9 @@ def test_fast() -> None:
         normalize_code(fenced)
         normalize_code("async () => 6 * 7")
     per_call = (time.perf_counter() - start) / 40
-    assert per_call < 0.01, f"{per_call * 1000:.2f} ms per call"
+    # A bound on the order of growth (a parse, not a quadratic scan), generous for a loaded
+    # machine; how fast it is belongs in benchmarks/.
+    assert per_call < 0.05, f"{per_call * 1000:.2f} ms per call"
 
 
 def test_the_entry_form_check_keeps_answers_for_short_programs_only() -> None:

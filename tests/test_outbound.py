@@ -247,7 +247,7 @@ def test_requests_waiting_their_turn_leave_at_once_when_the_run_ends(executor: S
         timeout=3_000,
     )
     assert outcome.error in (timeout_text(3_000), memory_text(128)), outcome.error
-    assert time.monotonic() - started < 4.5
+    assert time.monotonic() - started < 10  # not the 14 s a scanned line took, nor the 30 s answers
 
 
 OUTBOUND_TEXT = "outbound must be left out (the executor's network), None (no network) or a callable policy."

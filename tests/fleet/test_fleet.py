@@ -113,7 +113,7 @@ async def test_admission_bound_refuses_at_once_and_enqueues_nothing(
         began = time.monotonic()
         with pytest.raises(QueueFull) as info:
             await ex.execute("() => 3")
-        assert time.monotonic() - began < 1.0
+        assert time.monotonic() - began < 10  # not its 60 s queue timeout
         assert info.value.retryable and info.value.started is False
         assert "nothing was enqueued" in str(info.value)
         assert redis_sync.llen(private_queue.queue) == 2

@@ -162,7 +162,7 @@ async def test_release_then_handle_lost(executor: FleetExecutor) -> None:
     assert "released" in str(info.value) and info.value.code == "HANDLE_LOST"
     with pytest.raises(HandleLost):
         await executor.release_handle(handle)
-    assert time.monotonic() - began < 1.0  # answered here, no worker asked
+    assert time.monotonic() - began < 2.5  # answered here, no worker asked
     with pytest.raises(HandleLost):
         await executor.invoke_handle("nobody:1:00", {"url": "https://svc.test/"})
     with pytest.raises(InvalidRequest):
@@ -231,7 +231,7 @@ async def test_worker_killed_loses_its_handles_without_a_hang(
         began = time.monotonic()
         with pytest.raises(HandleLost):
             await ex.invoke_handle(second, {"url": "https://svc.test/"})
-        assert time.monotonic() - began < 1.0
+        assert time.monotonic() - began < 2.5
         assert redis_sync.llen(worker_queue(worker)) == queued
         with pytest.raises(HandleLost):
             await ex.invoke_handle(first, {"url": "https://svc.test/"})
@@ -250,7 +250,7 @@ async def test_a_worker_stopped_warmly_takes_its_handles_with_it(
         began = time.monotonic()
         with pytest.raises(HandleLost) as info:
             await ex.invoke_handle(handle, {"url": "https://svc.test/"})
-        assert time.monotonic() - began < 1.0 and "is gone" in str(info.value)
+        assert time.monotonic() - began < 2.5 and "is gone" in str(info.value)
 
 
 async def test_worker_killed_during_an_invocation_is_worker_crashed(
@@ -309,7 +309,7 @@ async def test_idle_handles_expire_on_their_worker(
             await ex.invoke_handle(handle, {"url": "https://svc.test/"})
         with pytest.raises(HandleExpired):
             await ex.release_handle(handle)
-        assert time.monotonic() - began < 1.0
+        assert time.monotonic() - began < 2.5
         # The expired isolate's child went back: the worker (max_handles=1) retains anew.
         fresh = (await ex.execute(COUNTER, providers=TOOLS, dispatch=times, retain_handles=True)).handle
         assert fresh is not None

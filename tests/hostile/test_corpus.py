@@ -64,15 +64,16 @@ STACK = "Maximum call stack size exceeded"
 UNPRINTABLE = "The program threw a value that cannot be turned into text."
 CYCLE = "The program's return value cannot cross to the host: it contains a cycle."
 LOG_SLACK_BYTES = 200  # the truncation marker, and a prefix such as "Unhandled promise rejection: "
-HANG_GRACE_S = 10.0  # past the run's bound, a call that has not returned is a hang
-SETTLE_GRACE_S = 1.5  # past the run's bound, the latest an outcome may arrive
-FLOOD_SETTLE_GRACE_S = 3.0
-"""The same for a flood: 10,000 sync tool calls at once keep the host's own loop busy
-handing them to its dispatch threads (under the GIL with 16 of them). On a slow phase of
-the 2-core machine one such run settled 1.96 s past its bound before the host started a
-run's calls a share per loop turn (CALLS_STARTED_PER_TURN); since, the same flood mostly
-completes within its 2 s (1.84-1.87 s), and a cold first run settled 0.5 s past it. The
-real accuracy of a deadline is measured in benchmarks/ (row e)."""
+HANG_GRACE_S = 20.0  # past the run's bound, a call that has not returned is a hang
+SETTLE_GRACE_S = 8.0
+"""Past the run's bound, the latest an outcome may arrive. Generous on purpose: the corpus
+proves that every program settles, with the right envelope, and a stuck one is killed and
+replaced; how soon is measured in benchmarks/ (row e). On a 2-core machine at load average
+8, a 1000 ms CPU bomb settled 4.3 s past its bound (its kill and the replacement waited for
+a core), which a tighter grace reported as a failure."""
+FLOOD_SETTLE_GRACE_S = SETTLE_GRACE_S
+"""The same for a flood (10,000 sync tool calls at once keep the host's own loop busy
+handing them to its dispatch threads)."""
 
 PROVIDERS = [{"name": "api", "tools": ["echo"]}]
 
