@@ -1,4 +1,5 @@
-"""kombu's Redis transport, minus a new ``redis.Redis`` object for every command.
+"""kombu's Redis transport: one ``redis.Redis`` per pool, the unacked record after the
+hand-off, and no message that can stop the consumer.
 
 kombu's Redis channel builds a fresh client around its connection pool for each command it
 sends outside BRPOP (a publish, the unacked bookkeeping of a delivery, an ack). With
@@ -20,8 +21,7 @@ and its record always could; the job's host still gets its answer from its own d
 (nothing ran: JOB_EXPIRED; claimed: WORKER_CRASHED). Side by side this took 0.1-0.3 ms off
 a trivial job. The record and the ack each go as one small script (``RECORD``, ``FORGET``)
 where kombu sends MULTI, two commands and EXEC: as atomic, and one reply to parse instead
-of four. Everything else, BRPOP and the unacked restore included, is kombu's, reading the
-same keys.
+of four. Everything else (sending BRPOP, the unacked restore) is kombu's, on the same keys.
 
 A delivery settled inside the callback that received it (Celery rejects a task it does
 not know before returning) has its record dropped unsent (``RedisQoS.ack``): a record sent
@@ -38,7 +38,8 @@ the queue's dead-letter list with its reason (``_deadletter.py``). Redis's own e
 propagate (Celery reconnects). The override relies on kombu's private ``Channel._brpop_read``
 and what it uses: ``client.parse_response(connection, "BRPOP")``, ``sep``,
 ``_queue_cycle.rotate``, ``_in_poll``, ``_flush_brpop_reauth`` and
-``connection._deliver(payload, queue)``.
+``connection._deliver(payload, queue)``; for broadcasts (Celery's remote control, over
+pub/sub), ``_receive_one`` and ``_deliver_fanout_message``.
 
 ``BrokerSettings.celery_config()`` names :class:`RedisTransport` as ``broker_transport``,
 so producers and workers both use it; the URL still says where Redis is.
@@ -46,6 +47,8 @@ so producers and workers both use it; the URL still says where Redis is.
 
 from __future__ import annotations
 
+import json
+import logging
 from queue import Empty
 from time import time
 from typing import Any, Final, Literal
@@ -60,6 +63,8 @@ from kombu.utils.json import loads
 from ._deadletter import drop
 
 __all__ = ["MAX_QUEUE_MESSAGE_BYTES", "RedisTransport", "Refused", "screen"]
+
+log = logging.getLogger("codemode.fleet.worker")
 
 MAX_QUEUE_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 """The largest message a worker takes from a queue; a larger one is dropped unread."""
@@ -276,6 +281,38 @@ class RedisChannel(kombu_redis.Channel):
                 else f"the consumer could not take it ({type(exc).__name__}: {exc})"
             )
             drop(self._create_client(), queue, item, reason)
+
+    def _receive_one(self, c: Any) -> Any:
+        """kombu's read of one broadcast (pub/sub: Celery's remote control), which drops
+        a message that is not JSON itself but lets a decoder's RecursionError out."""
+        try:
+            return super()._receive_one(c)  # type: ignore[no-untyped-call]
+        except RecursionError:
+            log.error("dropped a broadcast nested past the JSON decoder's limit")
+            return False
+
+    def _deliver_fanout_message(self, message: Any, exchange: str) -> bool:
+        """kombu's delivery of a decoded broadcast, guarded as :meth:`_take` guards a
+        queue's message: one that is not kombu's envelope, or that its consumer cannot take,
+        is dropped to the dead-letter list of the queue it was for."""
+        queue = self._fanout_to_queue.get(exchange, exchange)
+        try:
+            msgspec.convert(message, _Envelope)
+            self.connection._deliver(message, queue)
+        except (redis.exceptions.RedisError, OSError):
+            raise
+        except Exception as exc:
+            if isinstance(exc, msgspec.ValidationError):
+                reason = f"a broadcast not in kombu's envelope ({exc})"
+            else:
+                reason = f"the consumer could not take a broadcast ({type(exc).__name__}: {exc})"
+            try:
+                text = json.dumps(message)
+            except (ValueError, TypeError, RecursionError):
+                text = repr(type(message))
+            drop(self._create_client(), queue, text, reason)
+            return False
+        return True
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         if asynchronous:  # BRPOP's own connections: kombu manages them per call

@@ -354,6 +354,42 @@ async def test_malformed_pings_are_refused_once_each_and_the_worker_serves_on(
     assert "Unrecoverable error" not in worker.log_text()
 
 
+def test_malformed_broadcasts_do_not_stop_the_worker(
+    poison_settings: BrokerSettings, raw: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
+    """Celery's remote control reaches a worker as pub/sub broadcasts, read by the same
+    transport: a broadcast that was JSON but not kombu's envelope ended the worker, and one
+    nested past the decoder's limit raised out of kombu's read. Each is dropped; the worker
+    still answers a control ping."""
+    from celery import Celery
+
+    worker = start_worker(poison_settings, name="broadcasts")
+    channel = "/0.celery.pidbox"  # kombu's key for Celery's remote-control exchange (db 0)
+    envelope = {"properties": {"delivery_tag": "x", "delivery_info": {"exchange": "", "routing_key": "x"}}}
+    broadcasts = [
+        b"42",
+        b"{}",
+        b"[[[[[",
+        b"[" * DEEP + b"]" * DEEP,
+        json.dumps({**envelope, "body": "e30=", "headers": {"task": ["x"]}}).encode(),
+        json.dumps({"properties": []}).encode(),
+    ]
+    for message in broadcasts:
+        assert raw.publish(channel, message) == 1  # the worker listens
+    app = Celery("poison-control", set_as_current=False)
+    app.conf.update(poison_settings.celery_config())
+    try:
+        deadline = time.monotonic() + 30
+        replies: list[Any] = []
+        while not replies and time.monotonic() < deadline:
+            replies = app.control.ping(timeout=2)
+    finally:
+        app.close()
+    assert replies, worker.log_text()[-3000:]
+    assert worker.proc is not None and worker.proc.poll() is None
+    assert "Unrecoverable error" not in worker.log_text()
+
+
 # ---- the channel, in this process --------------------------------------------------------
 
 
