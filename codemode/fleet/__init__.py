@@ -19,6 +19,8 @@ Layout::
     _channel.py    reply channels: Redis lists with expiries
     _wire.py       msgspec messages: the job and both channel directions
     _keys.py       the keyspace and what expires when
+    _transport.py  kombu's Redis transport as the fleet runs it (no message stops a consumer)
+    _deadletter.py <queue>.dead: the messages a worker could not take, with their reasons
     _errors.py     Redis/kombu errors as BROKER_UNREACHABLE; the fleet's sentences
     testing.py     a private redis-server and worker processes, for tests and benchmarks
 
