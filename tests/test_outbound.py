@@ -250,7 +250,9 @@ def test_requests_waiting_their_turn_leave_at_once_when_the_run_ends(executor: S
     assert time.monotonic() - started < 10  # not the 14 s a scanned line took, nor the 30 s answers
 
 
-OUTBOUND_TEXT = "outbound must be left out (the executor's network), None (no network) or a callable policy."
+OUTBOUND_TEXT = (
+    "outbound must be left out (the executor's network), None (no network) or a callable policy, got {!r}."
+)
 
 
 def test_an_outbound_that_is_no_policy_is_refused_everywhere_with_one_text() -> None:
@@ -259,12 +261,12 @@ def test_an_outbound_that_is_no_policy_is_refused_everywhere_with_one_text() -> 
 
     with pytest.raises(InvalidRequest) as made:
         SyncIsolateExecutor(outbound="https://example.com")
-    assert str(made.value) == OUTBOUND_TEXT
+    assert str(made.value) == OUTBOUND_TEXT.format("https://example.com")
     with pytest.raises(InvalidRequest) as fleet:
         FleetExecutor(redis_url="redis://127.0.0.1:1/0", outbound=3)
-    assert str(fleet.value) == OUTBOUND_TEXT
+    assert str(fleet.value) == OUTBOUND_TEXT.format(3)
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         with pytest.raises(InvalidRequest) as asked:
             ex.execute("() => 1", outbound=True)
-        assert str(asked.value) == OUTBOUND_TEXT
+        assert str(asked.value) == OUTBOUND_TEXT.format(True)
         assert not asked.value.started
