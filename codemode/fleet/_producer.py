@@ -29,15 +29,20 @@ import base64
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
 from broker_config import TASK_NAME, BrokerSettings
 
+from .._faults import InvalidRequest
 from ._wire import JobSpec
 
-__all__ = ["CeleryMessages", "queue_key", "transport_bytes"]
+__all__ = ["MAX_QUEUE_MESSAGE_BYTES", "CeleryMessages", "queue_key", "transport_bytes"]
+
+MAX_QUEUE_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+"""The largest message a worker takes from a queue (a larger one is dropped unread, to the
+queue's dead-letter list); a job whose message would be larger is refused here, unsent."""
 
 
 def queue_key(queue: str) -> str:
@@ -99,6 +104,12 @@ class CeleryMessages:
         # msgspec writes the job struct as the JSON object ``job_to_celery`` would give
         # json.dumps, at a fraction of the cost (the message is built before the job can go).
         body = msgspec.json.encode([[], {"job": spec}, embed])
+        if len(body) * 4 // 3 > MAX_QUEUE_MESSAGE_BYTES:  # base64 in the envelope
+            raise InvalidRequest(
+                f"This job's message would be {len(body) * 4 // 3} bytes, over the "
+                f"{MAX_QUEUE_MESSAGE_BYTES} a worker takes from its queue; nothing was enqueued. "
+                "Send less code or smaller modules with it."
+            )
         return transport_bytes(
             headers,
             body,

@@ -51,7 +51,7 @@ import json
 import logging
 from queue import Empty
 from time import time
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 import redis.exceptions
@@ -61,13 +61,11 @@ from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
 from ._deadletter import drop
+from ._producer import MAX_QUEUE_MESSAGE_BYTES
 
 __all__ = ["MAX_QUEUE_MESSAGE_BYTES", "RedisTransport", "Refused", "screen"]
 
 log = logging.getLogger("codemode.fleet.worker")
-
-MAX_QUEUE_MESSAGE_BYTES: Final = 16 * 1024 * 1024
-"""The largest message a worker takes from a queue; a larger one is dropped unread."""
 
 
 RECORD = (

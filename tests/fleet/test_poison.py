@@ -390,6 +390,22 @@ def test_malformed_broadcasts_do_not_stop_the_worker(
     assert "Unrecoverable error" not in worker.log_text()
 
 
+async def test_a_job_too_large_for_a_worker_is_refused_before_it_is_sent(
+    poison_settings: BrokerSettings, raw: redis.Redis
+) -> None:
+    """A worker drops a message over MAX_QUEUE_MESSAGE_BYTES unread; a host whose request
+    ceiling lets a larger request through refuses to send it, with INVALID_REQUEST (not a
+    retryable JOB_EXPIRED a queue timeout later)."""
+    from codemode import InvalidRequest
+
+    ceilings = {"max_request_bytes": 2 * MAX_QUEUE_MESSAGE_BYTES}
+    async with FleetExecutor(settings=poison_settings, ceilings=ceilings) as ex:
+        with pytest.raises(InvalidRequest, match="over the 16777216 a worker takes") as info:
+            await ex.execute("() => '" + "a" * MAX_QUEUE_MESSAGE_BYTES + "'")
+    assert not info.value.retryable and not info.value.started
+    assert raw.llen(poison_settings.queue) == 0
+
+
 # ---- the channel, in this process --------------------------------------------------------
 
 
