@@ -31,7 +31,9 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
+    Generator,
     Hashable,
     Iterable,
     Iterator,
@@ -75,7 +77,7 @@ Result: TypeAlias = Outcome | ExecutorError
 Jobs: TypeAlias = Iterable[Any] | AsyncIterable[Any]
 """A bulk run's input: ``Job`` objects, or program strings keyed by their index."""
 BulkResults: TypeAlias = AsyncIterator[tuple[Hashable, Result]]
-SyncBulkResults: TypeAlias = Iterator[tuple[Hashable, Result]]
+SyncBulkResults: TypeAlias = Generator[tuple[Hashable, Result], None, None]
 RetryArg: TypeAlias = RetryPolicy | Unset | None
 """``UNSET``: the default :class:`RetryPolicy`; ``None``: one try each."""
 
@@ -83,7 +85,10 @@ RetryArg: TypeAlias = RetryPolicy | Unset | None
 class BulkTarget(Protocol):
     """What a bulk run needs of an executor."""
 
-    async def execute(self, code: Any = None, **options: Any) -> Outcome: ...
+    @property
+    def execute(self) -> Callable[..., Awaitable[Outcome]]:
+        """``execute(code, **options)``: one run, or an :class:`ExecutorError`."""
+        ...
 
     @property
     def bulk_window(self) -> int:
@@ -222,8 +227,13 @@ class _Flight:
         """What a job raised that is not an executor fault (it ends the run)."""
 
     def fill(self) -> None:
-        """Start jobs while the window (and ``may_pull``) has room."""
-        while not self.exhausted and len(self.tasks) < self.window and self.may_pull(self.next_seq):
+        """Start jobs while the window (and ``may_pull``) has room: a job counts against the
+        window from its pull until its result is handed out."""
+        while (
+            not self.exhausted
+            and len(self.tasks) + len(self.finished) < self.window
+            and self.may_pull(self.next_seq)
+        ):
             if self._sync is not None:
                 try:
                     item = next(self._sync)
@@ -372,7 +382,7 @@ async def map_jobs_ordered(
         await drive.aclose()
 
 
-def iterate_sync(loop: asyncio.AbstractEventLoop, results: AsyncIterator[Any]) -> Iterator[Any]:
+def iterate_sync(loop: asyncio.AbstractEventLoop, results: AsyncIterator[Any]) -> Generator[Any, None, None]:
     """Step an async iterator that lives on ``loop`` (another thread's) from sync code.
 
     Leaving the loop early, or an exception here (KeyboardInterrupt included), cancels the

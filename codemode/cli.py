@@ -5,6 +5,7 @@
     codemode run FILE            run the program in FILE
     codemode run -e CODE         run CODE
     codemode run -               run the program read from stdin
+    codemode batch IN -o OUT     run every request of a JSON Lines file (see ``_batch.py``)
     codemode worker ...          start a fleet worker (needs the ``fleet`` extra)
     codemode mcp --config FILE   serve an execute tool over MCP (needs the ``mcp`` extra)
 
@@ -93,6 +94,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="no network for the program: fetch rejects with the declared text",
     )
 
+    from ._batch import add_batch_parser
+
+    add_batch_parser(commands)
     commands.add_parser("mcp", help="serve an execute tool over MCP (codemode mcp --help)", add_help=False)
     commands.add_parser(
         "worker",
@@ -245,6 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_FAULT
     if args.command == "run":
         return _run(args, sys.stdout, sys.stderr, sys.stdin)
+    if args.command == "batch":
+        from ._batch import run_batch
+
+        return run_batch(args, sys.stderr)
     parser.print_usage(sys.stderr)
     return EXIT_FAULT
 
