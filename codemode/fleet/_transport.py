@@ -206,6 +206,22 @@ class RedisQoS(kombu_redis.QoS):
             self._read(self._send(FORGET, delivery_tag))
         virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
 
+    def restore_by_tag(self, tag: Any, client: Any = None, leftmost: bool = False) -> None:
+        """kombu's restore of one unacked record to its queue; a record that cannot be
+        restored (written by something other than a consumer: not JSON, not kombu's
+        ``[message, exchange, routing_key]``) raised out of every sweep, for good. It is
+        forgotten and kept in ``unacked.dead``."""
+        try:
+            super().restore_by_tag(tag, client=client, leftmost=leftmost)  # type: ignore[no-untyped-call]
+        except (redis.exceptions.RedisError, OSError):
+            raise
+        except Exception as exc:
+            with self.channel.conn_or_acquire(client) as conn:
+                record = conn.hget(self.unacked_key, tag)
+                conn.pipeline().zrem(self.unacked_index_key, tag).hdel(self.unacked_key, tag).execute()
+                reason = f"an unacked record that cannot be restored ({type(exc).__name__}: {exc})"
+                drop(conn, self.unacked_key, record or b"", reason)
+
     def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
         """kombu's reject: without requeue, an ack (the record goes); with it, kombu's
         requeue, which reads the record back from Redis, so it is sent first."""

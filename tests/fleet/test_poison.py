@@ -234,12 +234,17 @@ def _dead(raw: redis.Redis, queue: str) -> list[dict[str, Any]]:
     return [json.loads(entry) for entry in raw.lrange(dead_letter_key(queue), 0, -1)]
 
 
-async def _dead_lettered(raw: redis.Redis, queue: str, count: int, name: str, worker: WorkerProcess) -> None:
-    """Wait until the dead-letter list holds ``count`` entries, or fail with the log's end."""
+async def _until(worker: WorkerProcess, check: Callable[[], object], what: str) -> None:
+    """Wait for ``check`` (generously), or fail naming ``what`` with the worker's log's end."""
     try:
-        await eventually(lambda: raw.llen(dead_letter_key(queue)) >= count, 30, f"{name!r} dead-lettered")
+        await eventually(check, 30, what)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; the worker's log ends:\n{worker.log_text()[-4000:]}") from None
+
+
+async def _dead_lettered(raw: redis.Redis, queue: str, count: int, name: str, worker: WorkerProcess) -> None:
+    """Wait until the dead-letter list holds ``count`` entries."""
+    await _until(worker, lambda: raw.llen(dead_letter_key(queue)) >= count, f"{name!r} dead-lettered")
 
 
 async def test_no_message_in_the_corpus_stops_the_worker_or_comes_back(
@@ -345,7 +350,7 @@ async def test_malformed_pings_are_refused_once_each_and_the_worker_serves_on(
     async with FleetExecutor(settings=poison_settings, queue_timeout=30_000) as ex:
         for count, (name, message) in enumerate(pings, start=1):
             raw.lpush(queue, message)
-            await eventually(lambda: refusals() >= count, 30, f"{name!r} refused")  # noqa: B023
+            await _until(worker, lambda: refusals() >= count, f"{name!r} refused")  # noqa: B023
             assert refusals() == count, (name, worker.log_text()[-3000:])
             assert (await ex.execute("() => 6 * 7")).result == 42, name
     time.sleep(VISIBILITY_S + 3)
@@ -404,6 +409,30 @@ async def test_a_job_too_large_for_a_worker_is_refused_before_it_is_sent(
             await ex.execute("() => '" + "a" * MAX_QUEUE_MESSAGE_BYTES + "'")
     assert not info.value.retryable and not info.value.started
     assert raw.llen(poison_settings.queue) == 0
+
+
+async def test_an_unacked_record_that_cannot_be_restored_is_dropped_once(
+    poison_settings: BrokerSettings, raw: redis.Redis, start_worker: Callable[..., WorkerProcess]
+) -> None:
+    """kombu's sweep restores unacked records past the visibility timeout to their queue. A
+    record that is not JSON raised out of every sweep ("Error in timer", each second, for
+    good); it is forgotten and kept in ``unacked.dead``. A record whose message is JSON but
+    malformed goes back to its queue, where it is dropped like any other."""
+    worker = start_worker(poison_settings, name="records")
+    queue = poison_settings.queue
+    raw.hset("unacked", mapping={"garbage": b"not json", "malformed": json.dumps([42, "", queue])})
+    bad_message = {"properties": {"delivery_tag": "m"}}
+    raw.hset("unacked", "returns", json.dumps([bad_message, "", queue]))
+    raw.zadd("unacked_index", {"garbage": 1, "malformed": 1, "returns": 1})
+    await _until(worker, lambda: raw.hlen("unacked") == 0, "every record restored or dropped")
+    await _until(worker, lambda: raw.llen(dead_letter_key(queue)) == 1, "the returned message dropped")
+    (entry,) = _dead(raw, "unacked")
+    assert entry["message"] == "not json" and "cannot be restored" in entry["reason"]
+    async with FleetExecutor(settings=poison_settings, queue_timeout=30_000) as ex:
+        assert (await ex.execute("() => 6 * 7")).result == 42
+    time.sleep(VISIBILITY_S)
+    assert "Error in timer" not in worker.log_text()
+    assert raw.zcard("unacked_index") == 0 and raw.llen(queue) == 0
 
 
 # ---- the channel, in this process --------------------------------------------------------
