@@ -13,7 +13,9 @@ import textwrap
 def test_isolates_are_seeded_through_the_entropy_source_and_differ() -> None:
     script = textwrap.dedent("""
         import asyncio, json, os
-        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.limits import MB
+        from codemode._child.main import Child
+        from codemode._child.runtime import LAYOUT
         from codemode._child.engine import Isolate
 
         drawn = []

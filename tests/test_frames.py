@@ -79,7 +79,9 @@ def test_an_isolates_thread_gives_its_python_state_back_when_it_closes() -> None
     Python threads."""
     script = textwrap.dedent("""
         import asyncio, ctypes, json, threading
-        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.limits import MB
+        from codemode._child.main import Child
+        from codemode._child.runtime import LAYOUT
         from codemode._child.engine import Isolate
 
         api = ctypes.pythonapi
@@ -124,12 +126,12 @@ def test_an_isolates_thread_gives_its_python_state_back_when_it_closes() -> None
 
 
 def test_the_child_freezes_what_it_built_to_start_and_still_collects_what_comes_after() -> None:
-    """_freeze_startup_objects: the oldest generation no longer walks the startup objects,
+    """process.freeze_startup_objects: the oldest generation no longer walks the startup objects,
     and cyclic garbage made afterwards (what runs leave) is still collected."""
     script = textwrap.dedent("""
         import gc, json, weakref
-        from codemode._child import main
-        main._freeze_startup_objects()
+        from codemode._child import process
+        process.freeze_startup_objects()
         frozen = gc.get_freeze_count()
 
         class Node:
@@ -154,7 +156,9 @@ def test_a_closed_isolate_and_its_run_leave_no_cycles_for_the_collector() -> Non
     (mini-racer leaves a ctypes array type per isolate, a cycle of its own, not ours.)"""
     script = textwrap.dedent("""
         import asyncio, gc, json
-        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.limits import MB
+        from codemode._child.main import Child
+        from codemode._child.runtime import LAYOUT
         from codemode._child.engine import Isolate
 
         class RunState:  # what the child's bell holds, as Child.serve makes it

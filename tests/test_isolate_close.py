@@ -20,7 +20,9 @@ import textwrap
 def test_close_waits_for_the_task_running_on_the_isolate_thread() -> None:
     script = textwrap.dedent("""
         import asyncio, json, time
-        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.limits import MB
+        from codemode._child.main import Child
+        from codemode._child.runtime import LAYOUT
         from codemode._child.engine import Isolate
 
         async def main():

@@ -35,7 +35,7 @@ def test_a_line_neither_reads_raises() -> None:
 def test_only_messages_of_a_known_shape_are_acted_on() -> None:
     """A program that tampers with its runtime can write any line: the child acts only on
     lists whose tag it knows, with that tag's count and types of fields (no booleans)."""
-    from codemode._child.main import _well_shaped
+    from codemode._child.lines import well_shaped as _well_shaped
 
     assert _well_shaped(["c", 1, "store", "get", "[]"])
     assert _well_shaped(["d", None]) and _well_shaped(["d", "42"])

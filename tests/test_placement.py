@@ -1,7 +1,7 @@
 """Each child runs on one core of those this process may use, spread evenly (see
 codemode/_placement.py), unless ``pool.pin_cpus`` is off; a replacement takes the core its
 slot had, and two executors in one process do not pile onto the same core. Every thread of
-a child keeps the host's scheduling policy (see ``_pin_to`` in codemode/_child/main.py: a
+a child keeps the host's scheduling policy (see ``pin_to`` in codemode/_child/process.py: a
 batch policy made tool calls wait out a busy neighbour's time slice)."""
 
 from __future__ import annotations

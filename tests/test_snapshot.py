@@ -28,7 +28,9 @@ def _in_child_process(body: str) -> Any:
         import asyncio, json, sys
         from py_mini_racer import init_mini_racer
         init_mini_racer(flags=["--single-threaded", "--max-old-space-size=256"])
-        from codemode._child.main import LAYOUT, MB, Child
+        from codemode._child.limits import MB
+        from codemode._child.main import Child
+        from codemode._child.runtime import LAYOUT
         from codemode._child.engine import Isolate
         from codemode._child import snapshot
 

@@ -307,7 +307,7 @@ def test_a_run_that_outgrows_its_journal_ends_whole_and_in_order(executor: SyncI
     """Past the journal's JOURNAL_UNITS, a run's messages wait in the outbox and leave as
     the string value of a pump (read on the isolate's thread without mini-racer's general
     conversion): log lines, tool calls and the result all arrive, in the order made."""
-    from codemode._child.main import JOURNAL_UNITS
+    from codemode._child.runtime import JOURNAL_UNITS
 
     served: list[int] = []
 
@@ -341,7 +341,7 @@ def test_a_module_first_touched_after_the_journal_filled_still_loads(executor: S
     """A standard library module loads through a synchronous request that the isolate waits
     for: once logs have filled the journal, the request still goes there (its reserve), not
     to the outbox, where no answer could come before the request timed out."""
-    from codemode._child.main import JOURNAL_UNITS
+    from codemode._child.runtime import JOURNAL_UNITS
 
     lines = JOURNAL_UNITS // 1000 + 10
     outcome = executor.execute(

@@ -383,28 +383,28 @@ class Entry:
     when it looks (:meth:`done`): the call used to be a task of its own, whose return cost
     every run a wake of the loop, a future and the task's steps."""
 
-    __slots__ = ("_isolate", "future", "returned", "task", "wanted")
+    __slots__ = ("_isolate", "future", "notify", "returned", "task")
 
     def __init__(self, isolate: Isolate, future: asyncio.Future[None]) -> None:
         self.future = future
         self._isolate = isolate
         self.returned = False
         """Set on the isolate's thread, under the isolate's pump lock."""
-        self.wanted = False
+        self.notify = False
         """The loop waits for the return: the isolate's thread wakes it (under the lock)."""
         self.task: asyncio.Task[Any] | None = None
         """An entry whose payload takes several feeds runs as this task instead."""
 
     def done(self) -> bool:
         """Whether the call has returned (or was stopped); on the loop."""
-        return self._look(want=False)
+        return self._resolve_if_returned(notify=False)
 
-    def want(self) -> None:
+    def notify_on_return(self) -> None:
         """Have the call's return resolve :attr:`future` on the loop (it may already have)."""
-        self._look(want=True)
+        self._resolve_if_returned(notify=True)
 
-    def _look(self, *, want: bool) -> bool:
-        """Resolve :attr:`future` if the isolate's thread saw the call return (``want``:
+    def _resolve_if_returned(self, *, notify: bool) -> bool:
+        """Resolve :attr:`future` if the isolate's thread saw the call return (``notify``:
         else have it wake the loop when it does); whether the future is done. An entry
         that runs as a task resolves its future itself."""
         if self.future.done():
@@ -412,7 +412,7 @@ class Entry:
         if self.task is not None:
             return False
         with self._isolate._pump_lock:
-            self.wanted = self.wanted or want
+            self.notify = self.notify or notify
             returned = self.returned
         if returned:
             self.future.set_result(None)
@@ -420,7 +420,7 @@ class Entry:
 
     async def wait_for_return(self) -> None:
         """Wait until the call has returned; raises what stopped it."""
-        self.want()
+        self.notify_on_return()
         await self.future
 
     def cancel(self) -> None:
@@ -495,7 +495,7 @@ class Isolate:
         self._take_id: int | None = None
         """The callback id of the take in the isolate (see :meth:`take_result_soon`), or None."""
         self._take_task = 0
-        self.took: Callable[[str | BaseException], None] = lambda text: None
+        self.on_result: Callable[[str | BaseException], None] = lambda text: None
         """Set by the run: on the isolate's thread, as a take returns, the result's text (or
         what stopped the take)."""
         self._entry: Entry | None = None
@@ -845,7 +845,7 @@ class Isolate:
     def take_result_soon(self) -> None:
         """Post a take (from either thread): the runtime said ``["D"]``, its result waits in
         the isolate, and comes back as the take's value, a string the engine converts
-        natively (see runtime.js, finish), to :attr:`took` on the isolate's thread. Posted
+        natively (see runtime.js, finish), to :attr:`on_result` on the isolate's thread. Posted
         from a bell, it runs right after the program's current turn, with no wake-up."""
         with self._pump_lock:
             if self._take_id is not None or self.closed:
@@ -854,7 +854,7 @@ class Isolate:
             self._take_task = self._post_call(self._take_this, self._take_id)
 
     def _take_returned(self, raw: Any) -> bool:
-        """On the isolate's thread, as a take returns: its string to :attr:`took`. Always
+        """On the isolate's thread, as a take returns: its string to :attr:`on_result`. Always
         True (the take's callback id is this isolate's own)."""
         with self._pump_lock:
             self._take_id = None
@@ -868,7 +868,7 @@ class Isolate:
             text = RuntimeError("the run's result could not be taken from its isolate")
         if not self.closed:
             with contextlib.suppress(BaseException):
-                self.took(text)
+                self.on_result(text)
         return True
 
     def _text_or_raise(self, raw: Any) -> str | None:
@@ -1004,7 +1004,7 @@ class Isolate:
             if entry is None:
                 return True
             entry.returned = True
-            wake = failure is not None or entry.wanted
+            wake = failure is not None or entry.notify
         if wake and not self.closed:
             with contextlib.suppress(BaseException):  # a callback from the engine must not raise
                 self.ctx.event_loop.call_soon_threadsafe(_settle, entry.future, None, failure)

@@ -22,14 +22,14 @@ FAULT = os.environ.get("CODEMODE_TEST_CHILD_FAULT", "")
 def _garbage_frame() -> None:
     import time
 
-    from codemode._child import main
+    from codemode._child import run
     from codemode._protocol import FRAME_HEADER
 
-    async def serve(self: main.Child, msg: object) -> None:
-        os.write(self.proto_out, FRAME_HEADER.pack(7) + b"garbage")
+    async def serve(self: run.Runner, msg: object) -> None:
+        os.write(self.link.proto_out, FRAME_HEADER.pack(7) + b"garbage")
         time.sleep(60)
 
-    main.Child.serve = serve  # type: ignore[method-assign,assignment]
+    run.Runner.serve = serve  # type: ignore[method-assign,assignment]
 
 
 def _deep_frame() -> None:
@@ -37,30 +37,30 @@ def _deep_frame() -> None:
 
     import msgspec
 
-    from codemode._child import main
+    from codemode._child import run
     from codemode._protocol import FRAME_HEADER
 
-    async def serve(self: main.Child, msg: object) -> None:
+    async def serve(self: run.Runner, msg: object) -> None:
         fields = {"type": "call", "run_id": 1, "call_id": 1, "provider": "a", "tool": "b", "args_json": "[]"}
         head = bytes([0x80 | (len(fields) + 1)]) + b"".join(
             msgspec.msgpack.encode(k) + msgspec.msgpack.encode(v) for k, v in fields.items()
         )
         body = head + msgspec.msgpack.encode("later") + b"\x91" * 5000 + b"\x90"
-        os.write(self.proto_out, FRAME_HEADER.pack(len(body)) + body)
+        os.write(self.link.proto_out, FRAME_HEADER.pack(len(body)) + body)
         time.sleep(60)
 
-    main.Child.serve = serve  # type: ignore[method-assign,assignment]
+    run.Runner.serve = serve  # type: ignore[method-assign,assignment]
 
 
 def _oom_long_trace() -> None:
     import signal
 
-    from codemode._child import engine, main
+    from codemode._child import engine, run
 
     serving = False
-    real_serve, real_begin = main.Child.serve, engine.Isolate.begin
+    real_serve, real_begin = run.Runner.serve, engine.Isolate.begin
 
-    async def serve(self: main.Child, msg: object) -> None:
+    async def serve(self: run.Runner, msg: object) -> None:
         nonlocal serving
         serving = True  # isolates began before this were the child's own (its start-up probe)
         await real_serve(self, msg)  # type: ignore[arg-type]
@@ -73,7 +73,7 @@ def _oom_long_trace() -> None:
         os.kill(os.getpid(), signal.SIGTRAP)
         raise AssertionError("unreachable: SIGTRAP ends the process")
 
-    main.Child.serve = serve  # type: ignore[method-assign]
+    run.Runner.serve = serve  # type: ignore[method-assign]
     engine.Isolate.begin = begin  # type: ignore[method-assign]
 
 
