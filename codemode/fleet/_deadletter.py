@@ -6,7 +6,9 @@ the transport envelope (``_transport.py``), Celery's consumer looks up the task 
 and the execute task's hand-off reads the job (``workers/strategy.py``). Each refuses what it
 cannot read by calling :func:`drop`: one log line with the reason, and the message
 (truncated) with its reason pushed onto the head of the queue's dead-letter list. The
-message itself is settled (never left unacked), so it is not delivered again.
+message itself is settled (never left unacked), so it is not delivered again. The channel
+does the same for a broadcast (Celery's remote control) and for an unacked record it cannot
+restore (``unacked.dead``).
 
 The list is bounded (``LTRIM`` to :data:`MAX_DEAD_LETTERS`) and expires
 :data:`DEAD_LETTER_TTL_S` after its latest entry. Read it, newest first, with
