@@ -30,7 +30,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
@@ -312,9 +312,9 @@ def _executor(args: argparse.Namespace) -> Any:
     return IsolateExecutor(**local)
 
 
-async def _jobs(
+def _jobs(
     path: str, skip: set[Hashable], accepts_inputs: bool, tally: Tally, stderr: TextIO
-) -> AsyncIterator[Job]:
+) -> Iterator[Job]:
     """The runnable lines of ``path``, read as ``map`` asks for them."""
     seen: dict[Hashable, int] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -335,7 +335,6 @@ async def _jobs(
                 tally.skipped += 1
                 continue
             yield job
-            await asyncio.sleep(0)
 
 
 async def _run(args: argparse.Namespace, stderr: TextIO) -> Tally:

@@ -3,10 +3,10 @@
 ::
 
     jobs (iterable or async iterable: Job, or a str keyed by its index)
-      │ pulled only while fewer than ``concurrency`` are in flight (and, in input order,
-      │ while the reordering buffer has room): memory stays flat for any count
+      │ pulled only as runs end and while fewer than ``concurrency`` results wait for the
+      │ consumer (in input order: while the reordering buffer has room): flat memory
       ▼
-    one task per job: execute ─▶ QUEUE_FULL? wait and submit again (never reported)
+    ``concurrency`` runners, each: pull a job ─▶ execute ─▶ QUEUE_FULL? wait, submit again
                                ─▶ another fault? RetryPolicy: wait and retry, or report it
       │
       ▼
@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import random
 import time
 from collections import deque
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
     Awaitable,
@@ -186,11 +184,12 @@ async def run_job(target: BulkTarget, job: Job, defaults: Mapping[str, Any], pol
 
 
 class _Flight:
-    """The jobs of one bulk run in flight, and the source they are pulled from.
+    """The jobs of one bulk run, and the source they are pulled from.
 
-    ``fill`` starts jobs while there is room; each task puts its result on ``finished``
-    and wakes the consumer. ``may_pull`` lets the ordered form hold pulling back while its
-    buffer is full.
+    ``window`` runner tasks each pull a job, run it to its end, put the result on
+    ``finished`` and pull the next, the way a caller awaiting ``execute`` in a loop would
+    (no task per job). A runner waits before pulling while ``window`` results wait for the
+    consumer, or while ``may_pull`` (the ordered form's buffer) says no.
     """
 
     def __init__(
@@ -206,7 +205,6 @@ class _Flight:
         self.defaults = defaults
         self.policy = policy
         self.finished: deque[tuple[int, Hashable, Result]] = deque()
-        self.tasks: set[asyncio.Task[None]] = set()
         self.may_pull: Callable[[int], bool] = lambda _seq: True
         self._sync: Iterator[Any] | None = None
         self._async: AsyncIterator[Any] | None = None
@@ -218,107 +216,104 @@ class _Flight:
             raise InvalidRequest(
                 f"map takes an iterable or an async iterable of jobs, got {type(source).__name__}."
             )
-        self._pull: asyncio.Task[Any] | None = None
-        self._seq = itertools.count()
+        self._pull_lock = asyncio.Lock()
         self.next_seq = 0
         self.exhausted = False
+        self.error: BaseException | None = None
+        """What a runner raised that is not an executor fault (it ends the run)."""
+        self.runners: set[asyncio.Task[None]] = set()
         self._wakeup: asyncio.Future[None] | None = None
-        self.error: Exception | None = None
-        """What a job raised that is not an executor fault (it ends the run)."""
+        self._room: asyncio.Future[None] | None = None
 
-    def fill(self) -> None:
-        """Start jobs while the window (and ``may_pull``) has room: a job counts against the
-        window from its pull until its result is handed out."""
-        while (
-            not self.exhausted
-            and len(self.tasks) + len(self.finished) < self.window
-            and self.may_pull(self.next_seq)
-        ):
-            if self._sync is not None:
-                try:
-                    item = next(self._sync)
-                except StopIteration:
-                    self.exhausted = True
-                    return
-                self._start(item)
-            else:
-                if self._pull is None:
-                    assert self._async is not None
-                    self._pull = asyncio.ensure_future(anext(self._async))
-                    self._pull.add_done_callback(self._wake)
-                if not self._pull.done():
-                    return
-                pull, self._pull = self._pull, None
-                try:
-                    item = pull.result()
-                except StopAsyncIteration:
-                    self.exhausted = True
-                    return
-                self._start(item)
+    def start(self) -> None:
+        for _ in range(self.window):
+            task = asyncio.ensure_future(self._runner())
+            self.runners.add(task)
+            task.add_done_callback(self._runner_done)
 
-    def _start(self, item: Any) -> None:
-        seq = next(self._seq)
-        self.next_seq = seq + 1
-        job = _job(seq, item)
-        task = asyncio.ensure_future(self._run(seq, job))
-        self.tasks.add(task)
+    def _runner_done(self, task: asyncio.Task[None]) -> None:
+        self.runners.discard(task)
+        if not task.cancelled() and task.exception() is not None and self.error is None:
+            self.error = task.exception()
+        self.wake()
 
-    async def _run(self, seq: int, job: Job) -> None:
-        try:
+    async def _runner(self) -> None:
+        while True:
+            while len(self.finished) >= self.window or not self.may_pull(self.next_seq):
+                if self.exhausted:
+                    return
+                if self._room is None or self._room.done():
+                    self._room = asyncio.get_running_loop().create_future()
+                await self._room
+            pulled = await self._pull()
+            if pulled is None:
+                return
+            seq, job = pulled
             result = await run_job(self.target, job, self.defaults, self.policy)
             self.finished.append((seq, job.key, result))
-        except Exception as exc:  # not a fault: a bug to surface, not to wait on forever
-            self.error = exc
-        finally:
-            self.tasks.discard(asyncio.current_task())
-            self._wake()
+            self.wake()
 
-    def _wake(self, _: object = None) -> None:
+    async def _pull(self) -> tuple[int, Job] | None:
+        """The next job and its sequence number, or ``None`` when the source is done."""
+        if self.exhausted:
+            return None
+        if self._sync is not None:
+            try:
+                item = next(self._sync)
+            except StopIteration:
+                self.exhausted = True
+                return None
+        else:
+            assert self._async is not None
+            async with self._pull_lock:  # an async iterator takes one anext at a time
+                if self.exhausted:
+                    return None
+                try:
+                    item = await anext(self._async)
+                except StopAsyncIteration:
+                    self.exhausted = True
+                    return None
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        return seq, _job(seq, item)
+
+    def wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
-    @property
-    def idle(self) -> bool:
-        """Nothing in flight, nothing to pull, nothing left to hand out."""
-        return self.exhausted and not self.tasks and not self.finished
+    def room(self) -> None:
+        """The consumer took a result: runners waiting for room look again."""
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
 
-    async def wait(self) -> None:
-        """Until a job finishes or the async source hands over an item."""
-        self._wakeup = asyncio.get_running_loop().create_future()
-        try:
-            await self._wakeup
-        finally:
-            self._wakeup = None
+    async def next(self) -> tuple[int, Hashable, Result] | None:
+        """The next finished result, or ``None`` when every job has been handed out."""
+        while True:
+            if self.error is not None:
+                raise self.error
+            if self.finished:
+                entry = self.finished.popleft()
+                self.room()
+                if isinstance(entry[2], Disposed):
+                    raise entry[2]
+                return entry
+            if not self.runners:
+                return None
+            self.room()
+            self._wakeup = asyncio.get_running_loop().create_future()
+            try:
+                await self._wakeup
+            finally:
+                self._wakeup = None
 
     async def cancel(self) -> None:
-        """Cancel every job in flight (and a pending pull) and wait for them to end."""
-        pending: list[asyncio.Future[Any]] = list(self.tasks)
-        if self._pull is not None:
-            pending.append(self._pull)
+        """Cancel every runner (and the job it runs) and wait for them to end."""
+        pending = list(self.runners)
         for task in pending:
             task.cancel()
         if pending:
             await asyncio.shield(asyncio.gather(*pending, return_exceptions=True))
-        self.tasks.clear()
-
-
-async def _drive(flight: _Flight) -> AsyncGenerator[tuple[int, Hashable, Result], None]:
-    try:
-        while True:
-            if flight.error is not None:
-                raise flight.error
-            flight.fill()
-            if flight.finished:
-                entry = flight.finished.popleft()
-                if isinstance(entry[2], Disposed):
-                    raise entry[2]
-                yield entry
-                continue
-            if flight.idle:
-                return
-            await flight.wait()
-    finally:
-        await flight.cancel()
+        self.runners.clear()
 
 
 async def map_jobs(
@@ -331,20 +326,21 @@ async def map_jobs(
 ) -> AsyncIterator[tuple[Hashable, Result]]:
     """Yield ``(key, Outcome | ExecutorError)`` for every job, in completion order.
 
-    At most ``concurrency`` jobs are in flight (default: the executor's ``bulk_window``);
-    the next is pulled from ``jobs`` only when one ends. ``options`` are ``execute``'s
+    At most ``concurrency`` jobs are in flight (default: the executor's ``bulk_window``),
+    and at most as many finished results wait for the consumer; the next job is pulled
+    from ``jobs`` only when one ends. ``options`` are ``execute``'s
     keywords for every job (a job's own win). A fault that remains after ``retry`` is
     yielded, not raised; DISPOSED ends the whole run (nothing more can be served).
     """
     flight = _Flight(
         target, jobs, _window(target, concurrency), check_options(options or {}, "map"), _policy(retry)
     )
-    drive = _drive(flight)
+    flight.start()
     try:
-        async for _seq, key, result in drive:
-            yield key, result
+        while (entry := await flight.next()) is not None:
+            yield entry[1], entry[2]
     finally:
-        await drive.aclose()
+        await flight.cancel()
 
 
 async def map_jobs_ordered(
@@ -370,16 +366,17 @@ async def map_jobs_ordered(
     # A job may start while it and everything between it and the head fit: the ones in
     # flight plus the buffer.
     flight.may_pull = lambda seq: seq - head < window + buffer
-    drive = _drive(flight)
+    flight.start()
     try:
-        async for seq, key, result in drive:
+        while (finished := await flight.next()) is not None:
+            seq, key, result = finished
             held[seq] = (key, result)
             while head in held:
                 entry = held.pop(head)
                 head += 1
                 yield entry
     finally:
-        await drive.aclose()
+        await flight.cancel()
 
 
 def iterate_sync(loop: asyncio.AbstractEventLoop, results: AsyncIterator[Any]) -> Generator[Any, None, None]:
