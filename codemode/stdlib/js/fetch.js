@@ -12,6 +12,7 @@
   const blobs = host.require('blob')[INTERNAL];
   const enc = host.require('encoding')[INTERNAL];
   const hostFetch = host.fetch;
+  const PromiseCtor = Promise;
   const inspectCustom = Symbol.for('nodejs.util.inspect.custom');
   const isView = ArrayBuffer.isView;
   const abByteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
@@ -28,7 +29,9 @@
   const isToken = (s) => TOKEN.test(s);
   const HTTP_WS = /^[\t\n\r ]+|[\t\n\r ]+$/g;
   const normalizeValue = (v) => v.replace(HTTP_WS, '');
+  // WebIDL ByteString: ToString (a Symbol throws), then every code unit at most 0xFF.
   const toByteString = (v, what) => {
+    if (typeof v === 'symbol') throw new TypeError(`${what}: a Symbol cannot be converted to a ByteString.`);
     const s = String(v);
     for (let i = 0; i < s.length; i++) {
       if (s.charCodeAt(i) > 0xff) throw new TypeError(`${what}: '${s}' is not a valid ByteString.`);
@@ -97,10 +100,10 @@
   class Headers {
     #list = []; // [lowercase name, value]
     #guard = 'none';
+    #sorted = null; // "sort and combine" of #list, dropped on every change
     constructor(init = undefined) {
       if (init === ILLEGAL) return;
-      if (init !== undefined && init !== null) fill(this, init);
-      else if (init === null) throw new TypeError("Failed to construct 'Headers': The provided value is not of type '(record<ByteString, ByteString> or sequence<sequence<ByteString>>)'.");
+      if (init !== undefined) fill(this, convertHeadersInit(init));
     }
     #check(name, value) {
       if (!isToken(name)) throw new TypeError(`Headers: '${name}' is not a valid HTTP header field name.`);
@@ -112,12 +115,14 @@
       name = toByteString(name, 'Headers.append'); value = normalizeValue(toByteString(value, 'Headers.append'));
       this.#check(name, value);
       this.#list.push([name.toLowerCase(), value]);
+      this.#sorted = null;
     }
     delete(name) {
       name = toByteString(name, 'Headers.delete');
       this.#check(name);
       const lower = name.toLowerCase();
       this.#list = this.#list.filter(([n]) => n !== lower);
+      this.#sorted = null;
     }
     get(name) {
       name = toByteString(name, 'Headers.get');
@@ -138,56 +143,136 @@
       name = toByteString(name, 'Headers.set'); value = normalizeValue(toByteString(value, 'Headers.set'));
       this.#check(name, value);
       const lower = name.toLowerCase();
+      this.#sorted = null;
       const i = this.#list.findIndex(([n]) => n === lower);
       if (i === -1) { this.#list.push([lower, value]); return; }
       this.#list[i] = [lower, value];
       this.#list = this.#list.filter(([n], j) => j <= i || n !== lower);
     }
-    #sorted() {
-      const names = [...new Set(this.#list.map(([n]) => n))].sort();
-      const out = [];
-      for (const n of names) {
-        if (n === 'set-cookie') for (const v of this.getSetCookie()) out.push([n, v]);
-        else out.push([n, this.get(n)]);
-      }
-      return out;
-    }
     forEach(callback, thisArg = undefined) {
       if (typeof callback !== 'function') throw new TypeError("Failed to execute 'forEach' on 'Headers': parameter 1 is not of type 'Function'.");
-      for (const [n, v] of this.#sorted()) callback.call(thisArg, v, n, this);
+      // WebIDL: the pairs are read again after every call, so the callback's changes are seen.
+      for (let i = 0; ; i++) {
+        const pairs = sortAndCombine(this);
+        if (i >= pairs.length) return;
+        callback.call(thisArg, pairs[i][1], pairs[i][0], this);
+      }
     }
-    *entries() { yield* this.#sorted(); }
-    *keys() { for (const [n] of this.#sorted()) yield n; }
-    *values() { for (const [, v] of this.#sorted()) yield v; }
     [inspectCustom](depth, options, inspect) {
       const obj = {};
-      for (const [n, v] of this.#sorted()) obj[n] = v;
+      for (const [n, v] of sortAndCombine(this)) obj[n] = v;
       return `Headers ${inspect(obj, options)}`;
+    }
+    // Fetch "sort and combine": names in order, each once with its values joined, except
+    // set-cookie, which appears once per value.
+    static _sorted(h) {
+      if (h.#sorted !== null) return h.#sorted;
+      const names = [...new Set(h.#list.map(([n]) => n))].sort();
+      const out = [];
+      for (const n of names) {
+        if (n === 'set-cookie') for (const v of h.getSetCookie()) out.push([n, v]);
+        else out.push([n, h.get(n)]);
+      }
+      return (h.#sorted = out);
     }
     static _guard(h, g) { h.#guard = g; }
     static _list(h) { return h.#list; }
+    static _is(h) { return h !== null && typeof h === 'object' && #list in h; }
   }
-  const setGuard = Headers._guard, headerList = Headers._list;
-  delete Headers._guard; delete Headers._list;
+  const setGuard = Headers._guard, headerList = Headers._list, sortAndCombine = Headers._sorted, isHeaders = Headers._is;
+  delete Headers._guard; delete Headers._list; delete Headers._sorted; delete Headers._is;
+
+  // The pair iterator of WebIDL: %HeadersIteratorPrototype% (whose prototype is
+  // %IteratorPrototype%) holds `next`; an iterator is a target, a kind and an index, and each
+  // `next` reads the target's pairs afresh, so changes made while iterating are seen.
+  const IteratorPrototype = Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]()));
+  const iterators = new WeakMap();
+  const HeadersIteratorPrototype = Object.create(IteratorPrototype, {
+    next: {
+      value: {
+        next() {
+          const it = this !== null && typeof this === 'object' ? iterators.get(this) : undefined;
+          if (it === undefined) throw new TypeError("Illegal invocation: 'next' called on an object that is not a Headers Iterator.");
+          const pairs = sortAndCombine(it.target);
+          if (it.index >= pairs.length) return { value: undefined, done: true };
+          const [name, value] = pairs[it.index++];
+          return { value: it.kind === 'key' ? name : it.kind === 'value' ? value : [name, value], done: false };
+        },
+      }.next,
+      writable: true, enumerable: true, configurable: true,
+    },
+    [Symbol.toStringTag]: { value: 'Headers Iterator', configurable: true },
+  });
+  const iterate = (target, kind) => {
+    if (!isHeaders(target)) throw new TypeError('Illegal invocation: not a Headers');
+    const it = Object.create(HeadersIteratorPrototype);
+    iterators.set(it, { target, kind, index: 0 });
+    return it;
+  };
+  const iterationMethods = {
+    entries() { return iterate(this, 'key+value'); },
+    keys() { return iterate(this, 'key'); },
+    values() { return iterate(this, 'value'); },
+  };
+  for (const name of ['entries', 'keys', 'values']) {
+    Object.defineProperty(Headers.prototype, name, { value: iterationMethods[name], writable: true, enumerable: true, configurable: true });
+  }
+  // WebIDL operations are enumerable; @@iterator is entries itself, not enumerable.
+  for (const name of ['append', 'delete', 'get', 'getSetCookie', 'has', 'set', 'forEach']) {
+    Object.defineProperty(Headers.prototype, name, { enumerable: true });
+  }
   Object.defineProperty(Headers.prototype, Symbol.iterator, { value: Headers.prototype.entries, writable: true, configurable: true });
   Object.defineProperty(Headers.prototype, inspectCustom, { enumerable: false });
   Object.defineProperty(Headers.prototype, Symbol.toStringTag, { value: 'Headers', configurable: true });
 
-  function fill(headers, init) {
-    if (typeof init !== 'object' && typeof init !== 'function') throw new TypeError("Failed to construct 'Headers': The provided value is not of type '(record<ByteString, ByteString> or sequence<sequence<ByteString>>)'.");
-    if (init instanceof Headers) { for (const [n, v] of headerList(init)) headers.append(n, v); return; }
-    if (typeof init[Symbol.iterator] === 'function') {
-      for (const pair of init) {
-        const items = typeof pair === 'string' || pair == null || typeof pair[Symbol.iterator] !== 'function' ? null : Array.from(pair);
-        if (items === null || items.length !== 2) throw new TypeError("Failed to construct 'Headers': Invalid value");
-        headers.append(items[0], items[1]);
-      }
-      return;
+  // HeadersInit = (sequence<sequence<ByteString>> or record<ByteString, ByteString>), converted
+  // as WebIDL says, so a Proxy sees exactly these operations: one [[Get]] of @@iterator; then
+  // either the iterator protocol (each item an iterable of ByteStrings), or [[OwnPropertyKeys]]
+  // and, per key, [[GetOwnProperty]] and (if enumerable) [[Get]]. Names and values are checked
+  // afterwards, when the converted list fills the Headers.
+  const INIT_TYPE = "Failed to construct 'Headers': The provided value is not of type '(record<ByteString, ByteString> or sequence<sequence<ByteString>>)'; pass an object of name/value strings or a list of [name, value] pairs.";
+  const isObject = (v) => v !== null && (typeof v === 'object' || typeof v === 'function');
+  function sequenceFrom(iterable, method, convert) {
+    const iterator = Reflect.apply(method, iterable, []);
+    if (!isObject(iterator)) throw new TypeError("Failed to construct 'Headers': the iterator is not an object.");
+    const next = iterator.next;
+    const out = [];
+    for (;;) {
+      const step = Reflect.apply(next, iterator, []);
+      if (!isObject(step)) throw new TypeError("Failed to construct 'Headers': the iterator result is not an object.");
+      if (step.done) return out;
+      out.push(convert(step.value));
     }
+  }
+  const iteratorMethod = (v) => {
+    const method = v[Symbol.iterator];
+    if (method === undefined || method === null) return undefined;
+    if (typeof method !== 'function') throw new TypeError("Failed to construct 'Headers': the value's @@iterator is not a function.");
+    return method;
+  };
+  const toPair = (item) => {
+    const method = isObject(item) ? iteratorMethod(item) : undefined;
+    if (method === undefined) throw new TypeError("Failed to construct 'Headers': each header must be a [name, value] pair.");
+    return sequenceFrom(item, method, (x) => toByteString(x, 'Headers'));
+  };
+  function convertHeadersInit(init) {
+    if (!isObject(init)) throw new TypeError(INIT_TYPE);
+    const method = iteratorMethod(init);
+    if (method !== undefined) return { pairs: sequenceFrom(init, method, toPair), record: false };
+    const pairs = [];
     for (const key of Reflect.ownKeys(init)) {
-      if (typeof key === 'symbol') continue;
-      const d = Reflect.getOwnPropertyDescriptor(init, key);
-      if (d && d.enumerable) headers.append(key, init[key]);
+      const desc = Reflect.getOwnPropertyDescriptor(init, key);
+      if (desc !== undefined && desc.enumerable) {
+        const name = toByteString(key, 'Headers');
+        pairs.push([name, toByteString(Reflect.get(init, key), 'Headers')]);
+      }
+    }
+    return { pairs, record: true };
+  }
+  function fill(headers, { pairs, record }) {
+    for (const pair of pairs) {
+      if (!record && pair.length !== 2) throw new TypeError(`Failed to construct 'Headers': a header must be a [name, value] pair, got ${pair.length} item(s).`);
+      headers.append(pair[0], pair[1]);
     }
   }
   const newHeaders = (list, guard) => {
@@ -196,6 +281,7 @@
     setGuard(h, guard);
     return h;
   };
+  const copyHeaders = (h) => newHeaders(headerList(h), 'none');
 
   // ---- bodies -------------------------------------------------------------------------------
 
@@ -212,60 +298,77 @@
       return { body: { bytes, stream: null, used: false }, type };
     }
     if (init !== null && typeof init === 'object' && init[Symbol.toStringTag] === 'ReadableStream' && init instanceof streamsMod().ReadableStream) {
-      if (init.locked || streamsMod()[INTERNAL].isDisturbed(init)) throw new TypeError('The body stream is locked or disturbed.');
+      if (streamsMod()[INTERNAL].isLocked(init) || streamsMod()[INTERNAL].isDisturbed(init)) throw new TypeError('The body stream is locked or disturbed: pass a stream nothing has read yet.');
       return { body: { bytes: null, stream: init, used: false }, type: null };
     }
     return extractBody(String(init));
   }
+  // The body's stream, made from its bytes the first time a program asks for it. A body already
+  // read shows a closed stream that is disturbed and locked, as the one the standard reads is.
   function bodyStream(body) {
     if (body.stream === null) {
-      const bytes = body.bytes;
-      body.stream = new (streamsMod().ReadableStream)({
+      const S = streamsMod();
+      const bytes = body.used ? null : body.bytes;
+      body.stream = new S.ReadableStream({
         type: 'bytes',
-        start(c) { if (bytes.length) c.enqueue(bytes.slice()); c.close(); },
+        start(c) { if (bytes !== null && bytes.length) c.enqueue(bytes.slice()); c.close(); },
       });
+      if (body.used) { S[INTERNAL].setDisturbed(body.stream); new S.ReadableStreamDefaultReader(body.stream); }
     }
     return body.stream;
   }
   const bodyUsed = (body) => body !== null && (body.used || (body.stream !== null && streamsMod()[INTERNAL].isDisturbed(body.stream)));
-  async function consume(body) {
-    if (body === null) return new Uint8Array(0);
-    if (bodyUsed(body)) throw new TypeError('Body is unusable: Body has already been read');
-    if (body.stream !== null) {
-      if (body.stream.locked) throw new TypeError('Body is unusable: Body stream is locked');
-      return streamsMod()[INTERNAL].readAll(body.stream);
+  // Fetch "unusable": disturbed, or its stream locked to a reader.
+  const unusable = (body) => bodyUsed(body) || (body !== null && body.stream !== null && streamsMod()[INTERNAL].isLocked(body.stream));
+  const UNUSABLE = 'Body is unusable: it was already read or its stream is locked to a reader; clone() the Request or Response before reading it twice.';
+
+  // Fetch "fully read body" with plain callbacks: no promise is resolved with an intermediate
+  // object, so a program's Object.prototype.then never sees the bytes in transit.
+  function readBodyBytes(body, success, failure) {
+    if (body === null) { success(new Uint8Array(0)); return; }
+    if (unusable(body)) { failure(new TypeError(UNUSABLE)); return; }
+    if (body.stream === null) {
+      const bytes = body.bytes;
+      body.used = true;
+      body.bytes = null;
+      success(bytes);
+      return;
     }
-    body.used = true;
-    return body.bytes;
+    streamsMod()[INTERNAL].readAllBytes(body.stream, success, failure);
+  }
+  // Fetch "consume body": a promise for convert(bytes), rejected on a wrong receiver or an
+  // unusable body (a TypeError), or when convert throws.
+  function consumeBody(self, getState, convert) {
+    return new PromiseCtor((resolve, reject) => {
+      const s = getState(self);
+      readBodyBytes(s.body, (bytes) => { try { resolve(convert(bytes, s)); } catch (e) { reject(e); } }, reject);
+    });
   }
   function cloneBody(body) {
     if (body === null) return null;
-    if (bodyUsed(body) || (body.stream !== null && body.stream.locked)) throw new TypeError('Body has already been used or is locked; it cannot be cloned.');
+    if (unusable(body)) throw new TypeError('Body is unusable: it was already read or its stream is locked to a reader, so it cannot be cloned; clone() before reading.');
     if (body.stream === null) return { bytes: body.bytes, stream: null, used: false };
-    const [a, b] = body.stream.tee();
+    const [a, b] = streamsMod()[INTERNAL].tee(body.stream);
     body.stream = a;
     return { bytes: null, stream: b, used: false };
   }
 
   // The Body mixin, installed on Request.prototype and Response.prototype.
   function installBody(proto, getState) {
+    const consume = (self, convert) => consumeBody(self, getState, convert);
     const defs = {
       body: { get() { const s = getState(this); return s.body === null ? null : bodyStream(s.body); } },
       bodyUsed: { get() { return bodyUsed(getState(this).body); } },
-      arrayBuffer: { value() { return consume(getState(this).body).then((b) => b.slice().buffer); } },
-      bytes: { value() { return consume(getState(this).body).then((b) => b.slice()); } },
-      text: { value() { return consume(getState(this).body).then((b) => enc.utf8Decode(b)); } },
-      json: { value() { return consume(getState(this).body).then((b) => JSON.parse(enc.utf8Decode(b))); } },
+      arrayBuffer: { value() { return consume(this, (b) => b.slice().buffer); } },
+      bytes: { value() { return consume(this, (b) => b.slice()); } },
+      text: { value() { return consume(this, (b) => enc.utf8Decode(b)); } },
+      json: { value() { return consume(this, (b) => JSON.parse(enc.utf8Decode(b))); } },
       blob: {
-        value() {
-          const s = getState(this);
-          return consume(s.body).then((b) => blobs.fromBytes(b.slice(), s.headers.get('content-type') || ''));
-        },
+        value() { return consume(this, (b, s) => blobs.fromBytes(b.slice(), s.headers.get('content-type') || '')); },
       },
       formData: {
         value() {
-          const s = getState(this);
-          return consume(s.body).then((b) => {
+          return consume(this, (b, s) => {
             const mime = parseMimeType(s.headers.get('content-type') || '');
             const { FormData } = formdataMod();
             if (mime && mime.type === 'multipart' && mime.subtype === 'form-data' && mime.parameters.has('boundary')) {
@@ -359,7 +462,7 @@
       }
       s.signal = parent ? AbortSignal.any([parent]) : abortMod()[INTERNAL].newSignal();
       // Headers.
-      s.headers = new Headers(opts.headers !== undefined ? opts.headers : base ? base.headers : undefined);
+      s.headers = opts.headers !== undefined ? new Headers(opts.headers) : base ? copyHeaders(base.headers) : new Headers();
       // Body.
       const inputBody = base ? base.body : null;
       if ((opts.body !== undefined && opts.body !== null) || inputBody !== null) {
@@ -371,7 +474,7 @@
         s.body = body;
         if (type !== null && !s.headers.has('content-type')) s.headers.append('content-type', type);
       } else if (inputBody !== null) {
-        if (bodyUsed(inputBody)) throw new TypeError("Failed to construct 'Request': Cannot construct a Request with a Request object that has already been used.");
+        if (unusable(inputBody)) throw new TypeError("Failed to construct 'Request': Cannot construct a Request with a Request object whose body was already read or is locked.");
         s.body = inputBody;
         if (input instanceof Request) {
           // The input request's body is taken over: reading it there now fails.
@@ -402,7 +505,7 @@
     clone() {
       const s = reqState(this);
       const copy = Object.create(Request.prototype);
-      const headers = new Headers(s.headers);
+      const headers = copyHeaders(s.headers);
       requestState.set(copy, { ...s, headers, body: cloneBody(s.body), signal: abortMod().AbortSignal.any([s.signal]) });
       return copy;
     }
@@ -483,7 +586,7 @@
     clone() {
       const s = resState(this);
       const r = Object.create(Response.prototype);
-      const headers = new Headers(s.headers);
+      const headers = copyHeaders(s.headers);
       if (s.type === 'error' || s.headers === null) setGuard(headers, 'immutable');
       responseState.set(r, { ...s, headers, body: cloneBody(s.body) });
       return r;
@@ -553,8 +656,15 @@
     if (scheme !== 'http' && scheme !== 'https') {
       throw networkError(`Failed to fetch: the '${scheme}:' scheme is not supported by this runtime.`);
     }
-    let bodyBytes = null;
-    if (s.body !== null) bodyBytes = await consume(s.body);
+    // The request body is read with callbacks (no promise carries the bytes), then sent.
+    return new PromiseCtor((resolve, reject) => {
+      if (s.body === null) send(s, null, resolve, reject);
+      else readBodyBytes(s.body, (bytes) => send(s, bytes, resolve, reject), reject);
+    });
+  }
+
+  function send(s, bodyBytes, resolve, reject) {
+    const signal = s.signal;
     const plain = {
       method: s.method,
       url: s.url,
@@ -562,31 +672,29 @@
       body: bodyBytes,
       redirect: s.redirect,
     };
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const remove = abortMod()[INTERNAL].addAlgorithm(signal, (reason) => {
-        if (settled) return;
-        settled = true;
-        reject(reason);
-      });
-      let pending;
-      try { pending = Promise.resolve(hostFetch(plain)); } catch (e) { pending = Promise.reject(e); }
-      pending.then((res) => {
-        if (settled) return;
-        settled = true;
-        remove();
-        const status = Number(res.status);
-        const body = s.method === 'HEAD' || NULL_BODY.has(status) || res.body == null ? null
-          : res.body instanceof Uint8Array ? res.body : new Uint8Array(res.body);
-        resolve(networkResponse({ status, statusText: res.statusText, headers: res.headers || [], body,
-          url: res.url || s.url, redirected: res.redirected }));
-      }, (error) => {
-        if (settled) return;
-        settled = true;
-        remove();
-        const message = error !== null && typeof error === 'object' && 'message' in error ? String(error.message) : String(error);
-        reject(networkError(message));
-      });
+    let settled = false;
+    const remove = abortMod()[INTERNAL].addAlgorithm(signal, (reason) => {
+      if (settled) return;
+      settled = true;
+      reject(reason);
+    });
+    let pending;
+    try { pending = Promise.resolve(hostFetch(plain)); } catch (e) { pending = Promise.reject(e); }
+    pending.then((res) => {
+      if (settled) return;
+      settled = true;
+      remove();
+      const status = Number(res.status);
+      const body = s.method === 'HEAD' || NULL_BODY.has(status) || res.body == null ? null
+        : res.body instanceof Uint8Array ? res.body : new Uint8Array(res.body);
+      resolve(networkResponse({ status, statusText: res.statusText, headers: res.headers || [], body,
+        url: res.url || s.url, redirected: res.redirected }));
+    }, (error) => {
+      if (settled) return;
+      settled = true;
+      remove();
+      const message = error !== null && typeof error === 'object' && 'message' in error ? String(error.message) : String(error);
+      reject(networkError(message));
     });
   }
 

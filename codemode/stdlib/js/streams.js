@@ -145,7 +145,7 @@
       if (c.isBytes && !ArrayBuffer.isView(chunk)) throw new TypeError('A byte stream chunk must be an ArrayBufferView.');
       const s = slot.get(c.stream);
       if (s.reader !== null && slot.get(s.reader).readRequests.length > 0) {
-        slot.get(s.reader).readRequests.shift().resolve({ value: chunk, done: false });
+        slot.get(s.reader).readRequests.shift().chunk(chunk);
       } else {
         let size = 1;
         if (c.isBytes) size = chunk.byteLength;
@@ -207,7 +207,7 @@
     if (s.reader === null) return;
     const r = slot.get(s.reader);
     r.closed.resolve(undefined);
-    for (const req of r.readRequests.splice(0)) req.resolve({ value: undefined, done: true });
+    for (const req of r.readRequests.splice(0)) req.close();
   }
   function readableError(stream, e) {
     const s = slot.get(stream);
@@ -216,7 +216,7 @@
     if (s.reader === null) return;
     const r = slot.get(s.reader);
     r.closed.reject(e);
-    for (const req of r.readRequests.splice(0)) req.reject(e);
+    for (const req of r.readRequests.splice(0)) req.error(e);
   }
   function readableCancel(stream, reason) {
     const s = slot.get(stream);
@@ -246,22 +246,9 @@
       let r;
       try { r = $(this, 'reader'); } catch (e) { return rejected(e); }
       if (r.stream === null) return rejected(new TypeError('This reader has been released.'));
-      const s = slot.get(r.stream);
-      s.disturbed = true;
-      if (s.state === 'closed') return resolved({ value: undefined, done: true });
-      if (s.state === 'errored') return rejected(s.storedError);
-      const c = s.controller;
-      if (c.queue.length > 0) {
-        const { chunk, size } = c.queue.shift();
-        c.queueSize -= size;
-        if (c.queue.length === 0) c.queueSize = 0;
-        if (c.closeRequested && c.queue.length === 0) { clearAlgorithms(c); readableClose(r.stream); }
-        else callPullIfNeeded(c);
-        return resolved({ value: chunk, done: false });
-      }
       const d = deferred();
-      r.readRequests.push(d);
-      callPullIfNeeded(c);
+      readerRead(r, { chunk: (value) => d.resolve({ value, done: false }),
+        close: () => d.resolve({ value: undefined, done: true }), error: d.reject });
       return d.promise;
     }
     releaseLock() {
@@ -269,7 +256,7 @@
       if (r.stream === null) return;
       const s = slot.get(r.stream);
       const e = new TypeError('The reader was released.');
-      for (const req of r.readRequests.splice(0)) req.reject(e);
+      for (const req of r.readRequests.splice(0)) req.error(e);
       if (s.state === 'readable') r.closed.reject(e);
       else { r.closed = deferred(); r.closed.reject(e); }
       s.reader = null;
@@ -282,6 +269,28 @@
       return readableCancel(r.stream, reason);
     }
   }
+  // ReadableStreamDefaultReaderRead with a read request of three steps (chunk, close, error),
+  // called synchronously when data is queued. Internal readers (fetch bodies, tee) pass plain
+  // callbacks: no promise is resolved with a { value, done } record, so nothing they do looks up
+  // `then` on an object whose prototype a program may have changed.
+  function readerRead(r, req) {
+    const s = slot.get(r.stream);
+    s.disturbed = true;
+    if (s.state === 'closed') { req.close(); return; }
+    if (s.state === 'errored') { req.error(s.storedError); return; }
+    const c = s.controller;
+    if (c.queue.length > 0) {
+      const { chunk, size } = c.queue.shift();
+      c.queueSize -= size;
+      if (c.queue.length === 0) c.queueSize = 0;
+      if (c.closeRequested && c.queue.length === 0) { clearAlgorithms(c); readableClose(r.stream); }
+      else callPullIfNeeded(c);
+      req.chunk(chunk);
+      return;
+    }
+    r.readRequests.push(req);
+    callPullIfNeeded(c);
+  }
   Object.defineProperty(ReadableStreamDefaultReader.prototype, Symbol.toStringTag, { value: 'ReadableStreamDefaultReader', configurable: true });
 
   function tee(stream) {
@@ -292,23 +301,27 @@
     const pull = () => {
       if (reading) { readAgain = true; return resolved(undefined); }
       reading = true;
-      reader.read().then(({ value, done }) => {
-        reading = false;
-        if (done) {
+      const settled = (steps) => (v) => { resolved(undefined).then(() => steps(v)); };
+      readerRead(slot.get(reader), {
+        chunk: settled((value) => {
+          reading = false;
+          const second = isBytes && ArrayBuffer.isView(value) ? new value.constructor(value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength)) : value;
+          if (!canceled1) try { c1.enqueue(value); } catch { /* closed */ }
+          if (!canceled2) try { c2.enqueue(second); } catch { /* closed */ }
+          if (readAgain) { readAgain = false; pull(); }
+        }),
+        close: settled(() => {
+          reading = false;
           if (!canceled1) try { c1.close(); } catch { /* already closed */ }
           if (!canceled2) try { c2.close(); } catch { /* already closed */ }
           cancelDone.resolve(undefined);
-          return;
-        }
-        const second = isBytes && ArrayBuffer.isView(value) ? new value.constructor(value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength)) : value;
-        if (!canceled1) try { c1.enqueue(value); } catch { /* closed */ }
-        if (!canceled2) try { c2.enqueue(second); } catch { /* closed */ }
-        if (readAgain) { readAgain = false; pull(); }
-      }, (e) => {
-        reading = false;
-        try { c1.error(e); } catch { /* ignored */ }
-        try { c2.error(e); } catch { /* ignored */ }
-        cancelDone.resolve(undefined);
+        }),
+        error: settled((e) => {
+          reading = false;
+          try { c1.error(e); } catch { /* ignored */ }
+          try { c2.error(e); } catch { /* ignored */ }
+          cancelDone.resolve(undefined);
+        }),
       });
       return resolved(undefined);
     };
@@ -677,25 +690,35 @@
   Object.defineProperty(CountQueuingStrategy.prototype, Symbol.toStringTag, { value: 'CountQueuingStrategy', configurable: true });
   Object.defineProperty(ByteLengthQueuingStrategy.prototype, Symbol.toStringTag, { value: 'ByteLengthQueuingStrategy', configurable: true });
 
-  // For fetch bodies: is the stream disturbed/locked, and read it whole.
+  // For fetch bodies: whether a stream is disturbed, mark one disturbed, and read one whole
+  // (Fetch "fully read": the stream stays locked; every chunk must be a Uint8Array). Success
+  // and failure are callbacks, called once; a loop, not recursion, drains queued chunks.
   const isDisturbed = (stream) => slot.get(stream).disturbed;
-  async function readAll(stream) {
-    const reader = new ReadableStreamDefaultReader(stream);
+  const setDisturbed = (stream) => { slot.get(stream).disturbed = true; };
+  const taName = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
+  function readAllBytes(stream, success, failure) {
+    const r = slot.get(new ReadableStreamDefaultReader(stream));
     const chunks = [];
-    let total = 0;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      if (!(value instanceof Uint8Array)) {
-        reader.releaseLock();
-        throw new TypeError('Body stream chunks must be Uint8Array.');
-      }
-      chunks.push(value); total += value.length;
+    let total = 0, inRead = false, again = false, done = false;
+    const req = {
+      chunk(value) {
+        if (taName.call(value) !== 'Uint8Array') { done = true; failure(new TypeError('Body stream chunks must be Uint8Array.')); return; }
+        chunks.push(value); total += value.length;
+        if (inRead) again = true; else pump();
+      },
+      close() {
+        done = true;
+        const out = new Uint8Array(total);
+        let o = 0;
+        for (const c of chunks) { out.set(c, o); o += c.length; }
+        success(out);
+      },
+      error(e) { done = true; failure(e); },
+    };
+    function pump() {
+      do { again = false; inRead = true; readerRead(r, req); inRead = false; } while (again && !done);
     }
-    const out = new Uint8Array(total);
-    let o = 0;
-    for (const c of chunks) { out.set(c, o); o += c.length; }
-    return out;
+    pump();
   }
 
   return {
@@ -703,6 +726,6 @@
     WritableStream, WritableStreamDefaultWriter, WritableStreamDefaultController,
     TransformStream, TransformStreamDefaultController,
     ByteLengthQueuingStrategy, CountQueuingStrategy,
-    [INTERNAL]: { isDisturbed, readAll, isReadable: (v) => v instanceof ReadableStream },
+    [INTERNAL]: { isDisturbed, setDisturbed, isLocked: (stream) => slot.get(stream).reader !== null, readAllBytes, tee, isReadable: (v) => v instanceof ReadableStream },
   };
 }
