@@ -359,7 +359,7 @@ async def test_malformed_pings_are_refused_once_each_and_the_worker_serves_on(
     assert "Unrecoverable error" not in worker.log_text()
 
 
-def test_malformed_broadcasts_do_not_stop_the_worker(
+async def test_malformed_broadcasts_do_not_stop_the_worker(
     poison_settings: BrokerSettings, raw: redis.Redis, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     """Celery's remote control reaches a worker as pub/sub broadcasts, read by the same
@@ -379,6 +379,9 @@ def test_malformed_broadcasts_do_not_stop_the_worker(
         json.dumps({**envelope, "body": "e30=", "headers": {"task": ["x"]}}).encode(),
         json.dumps({"properties": []}).encode(),
     ]
+    # The worker subscribes to its remote-control channel as its consumer starts, which may
+    # be a moment after it announces itself ready.
+    await _until(worker, lambda: raw.pubsub_numpat() >= 1, "the worker's remote-control subscription")
     for message in broadcasts:
         assert raw.publish(channel, message) == 1  # the worker listens
     app = Celery("poison-control", set_as_current=False)
