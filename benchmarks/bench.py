@@ -505,22 +505,22 @@ import asyncio, json, sys, time
 from py_mini_racer import init_mini_racer
 dll = init_mini_racer(flags=["--single-threaded", "--no-sparkplug", "--no-decommit-pooled-pages",
                              "--max-old-space-size=256"])
-from codemode._child import engine, snapshot
+from codemode._child import miniracer_internals as engine, runtime, snapshot, threads
 from codemode._child.main import Child
 variant, n = sys.argv[1], int(sys.argv[2])
 child = Child(1, 128, 1 << 20, 100, 0, 1)
 child.load_stdlib()
-runtime = engine._with_config(child.config_json())
-modules = engine.SNAPSHOT_MODULES if variant == "runtime+console" else ()
+source_with_config = runtime.with_config(child.config_json())
+modules = runtime.SNAPSHOT_MODULES if variant == "runtime+console" else ()
 preload = {m: child.stdlib_sources[m] for m in modules}
-source = "0" if variant == "V8 alone" else f"{runtime}\n__codemode_preload({json.dumps(preload)});"
+source = "0" if variant == "V8 alone" else f"{source_with_config}\n__codemode_preload({json.dumps(preload)});"
 assert snapshot.install(dll, source) is None
 engine._use_os_entropy(dll)
-loop, thread, alive = asyncio.new_event_loop(), engine._CallbackThread(), []
+loop, thread, alive = asyncio.new_event_loop(), threads.CallbackThread(), []
 for i in range(n + 20):
     if i == 20:
         started = time.process_time()
-    ctx, free = engine._new_context(loop, lambda _id, _raw: False, thread)
+    ctx, free = engine.new_context(loop, lambda _id, _raw: False, thread)
     alive.append(free)
     if len(alive) > 2:  # (two stay alive, as a child's spares do: the read-only heap is shared)
         alive.pop(0)()

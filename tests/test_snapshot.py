@@ -58,9 +58,10 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
         child.install_runtime()
         isolate = Isolate()
         # A bare context, before its setup: what it has came from the snapshot.
-        from codemode._child.engine import _new_context
-        ctx, free = await asyncio.to_thread(_new_context, asyncio.get_running_loop(), lambda _id, _raw: False,
-                                            isolate._thread)
+        from codemode._child.miniracer_internals import new_context
+        from codemode._child.threads import CallbackThread
+        ctx, free = await asyncio.to_thread(new_context, asyncio.get_running_loop(), lambda _id, _raw: False,
+                                            CallbackThread())
         bare = list(await ctx.eval_cancelable(
             "[typeof Object.getOwnPropertyDescriptor(Function.prototype, '__codemode_boot').get,"
             " typeof __codemode_preload, typeof setTimeout, Promise.name,"
@@ -73,7 +74,8 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
             " typeof (() => 0).__codemode_boot, typeof __codemode_preload, typeof setTimeout]"))
         await asyncio.to_thread(booted.close)
         import mmap
-        pages = [snapshot._protection(slot) == mmap.PROT_READ for slot in snapshot.redirected]
+        from codemode._child.miniracer_internals import _protection
+        pages = [_protection(slot) == mmap.PROT_READ for slot in snapshot.redirected]
         return [child.snapshot_refused, snapshot.installed(), bare, after, pages]
     """)
     refused, installed, bare, after, pages = got
@@ -119,9 +121,9 @@ def test_a_build_of_another_layout_is_refused_before_anything_changes() -> None:
 
 
 def _snapshot_module() -> Any:
-    from codemode._child import snapshot
+    from codemode._child import miniracer_internals
 
-    return snapshot
+    return miniracer_internals
 
 
 @pytest.mark.parametrize("mode", ["on", "off"])
@@ -186,7 +188,7 @@ def test_what_the_snapshot_holds_as_source_is_one_byte_text() -> None:
     Written as \\u escapes they cost nothing."""
     from importlib import resources
 
-    from codemode._child.engine import SNAPSHOT_MODULES
+    from codemode._child.runtime import SNAPSHOT_MODULES
     from codemode.stdlib import blank_comment_lines, sources
 
     texts = {

@@ -13,8 +13,9 @@ synchronous step:
 * data comes out as the string result of ``pump()``, after a data-less notification (the
   bell) says there is something to take.
 
-mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every context, so we
-build contexts from the layer under it and install our runtime instead.
+mini-racer's public ``MiniRacer`` evaluates its own ``setTimeout`` into every context, so the
+child builds contexts from the layer under it (miniracer_internals.py, where every use of
+mini-racer's private API lives) and installs its runtime instead (runtime.py).
 
 Preparing an isolate is most of a trivial run's cost, so its steps are counted: the
 isolate itself (started from the child's snapshot of the runtime: see snapshot.py), the
@@ -27,48 +28,32 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import ctypes
 import functools
-import itertools
-import json
-import os
-import queue
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any
 
-# The layer under MiniRacer: bare contexts (see _new_context).
-from py_mini_racer._context import Context, ContextType
-from py_mini_racer._dll import init_mini_racer, mr_callback_func
-from py_mini_racer._exc import JSEvalException
-from py_mini_racer._objects import ObjectFactoryImpl
-
-from .._protocol import SNAPSHOT_TURNED_OFF
-from ..stdlib import blank_comment_lines
-from . import snapshot as _snapshot
+from . import runtime
+from .entry import Entry, settle_entry
 from .lines import decode_lines
+from .miniracer_internals import (
+    INTEGER,
+    UNDEFINED,
+    JSEvalException,
+    RawContext,
+    await_drain,
+    new_context,
+    post_drain,
+    read_text,
+)
+from .threads import CallbackThread, off_loop, settle
 
-__all__ = ["Isolate"]
+__all__ = ["Entry", "Isolate", "off_loop"]
 
-_RUNTIME: tuple[str, str] | None = None
-_per_isolate_source: str | None = None
-"""What each isolate evaluates before its setup (see :func:`install_runtime`): empty when
-isolates start from the runtime's snapshot, the whole runtime when they do not."""
-_BOOT_HOOK = "__codemode_boot"
-"""The accessor the runtime leaves on Function.prototype, read from the bell (see runtime.js)."""
 _HEADER = 8
 _START, _PUMP, _FEED, _INVOKE = 1, 2, 3, 4  # operation codes of the runtime's api()
 _JOURNAL_HEADER = 16
-_STRING = 5
-"""mini-racer's type code of a UTF-8 string value (``_MiniRacerTypes.str_utf8``)."""
-_INTEGER, _UNDEFINED = 3, 11
-"""mini-racer's type codes of an integer and of ``undefined`` (``_MiniRacerTypes``)."""
-_FIRST_ERROR = 200
-"""mini-racer's type codes from here on are errors (``_MiniRacerTypes.execute_exception``...)."""
-
-_CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
 _MAX_HELD_FREES = 256
 """Value handles held for a batched free at most (see :class:`Isolate`), so that a run that
 rings the bell a great many times without a call into the isolate holds little."""
@@ -81,356 +66,13 @@ come with every tool call, so a run of up to 31 calls frees none until its conte
 teardown frees them all, and a longer one holds at most this many small values."""
 
 
-def _raw_string(dll: Any, raw_ctx: Any, text: str) -> Any:
-    """A raw value handle of ``text`` in the context (mini-racer's allocation, no wrapper)."""
-    data = text.encode("utf-8")
-    return dll.mr_alloc_string_val(raw_ctx, data, len(data), _STRING)
-
-
-def _with_config(config_json: str) -> str:
-    """The runtime's source with the child's configuration in its slot."""
-    before, after = _runtime_parts()
-    return f"{before}const configJson = {json.dumps(config_json)};{after}"
-
-
-SNAPSHOT_MODULES = ("console",)
-"""Standard library modules loaded into the snapshot (see runtime.js, ``preload``): what
-most programs use, cheap enough for every isolate to carry (console: ~0.9 M instructions of
-each isolate's start, 11% of a trivial run, against ~11 M for the first log line of a run
-that loads it on first touch). The rest load on first touch."""
-
-
-def install_runtime(config_json: str, stdlib_sources: dict[str, str], *, snapshot: bool = True) -> str | None:
-    """Make the runtime, with the child's configuration (the same for all its isolates),
-    part of every isolate this process creates from now on: run once into a startup
-    snapshot (see snapshot.py), with the :data:`SNAPSHOT_MODULES` of ``stdlib_sources``
-    loaded, or, where that cannot be done or ``snapshot`` is False, evaluated in each
-    isolate as it is prepared (modules then all load on first touch). Call once, before the
-    first isolate. Returns None when isolates start from the snapshot, else why they do not."""
-    global _per_isolate_source
-    source = _with_config(config_json)
-    dll = init_mini_racer(ignore_duplicate_init=True)
-    _use_os_entropy(dll)
-    reason: str | None = SNAPSHOT_TURNED_OFF
-    if snapshot:
-        preload = {m: stdlib_sources[m] for m in SNAPSHOT_MODULES if m in stdlib_sources}
-        reason = _snapshot.install(dll, f"{source}\n__codemode_preload({json.dumps(preload)});")
-    _per_isolate_source = "" if reason is None else source + "\n"
-    return reason
-
-
-def boot_values(seed: str, time_origin_ms: float) -> str:
-    """What one isolate gets of its own, as its runtime's setup takes it (see runtime.js,
-    boot): 64 hex characters of entropy and its time origin in ms since the epoch."""
-    if len(seed) != 64:
-        raise ValueError("an isolate's seed is 64 hex characters")
-    return f"{seed} {time_origin_ms!r}"
-
-
-def child_source(name: str) -> str:
-    """A JavaScript file of this package (runtime.js, copier.js), comment lines blanked."""
-    return blank_comment_lines((resources.files("codemode._child") / name).read_text("utf-8"))
-
-
-def _runtime_parts() -> tuple[str, str]:
-    """runtime.js (comment lines blanked) split at its configuration slot, read once."""
-    global _RUNTIME
-    if _RUNTIME is None:
-        text = child_source("runtime.js")
-        before, slot, after = text.partition(_CONFIG_SLOT)
-        if not slot:
-            raise RuntimeError("runtime.js has lost its configuration slot")
-        _RUNTIME = (before, after)
-    return _RUNTIME
-
-
-class _CallbackThread:
-    """The Python thread state of an isolate's thread, kept from its first callback to
-    its last.
-
-    ctypes runs a callback that comes from a thread Python does not know on a thread state
-    made for it and deleted when it returns: an allocation, and an mmap and munmap of a
-    frame stack, for every bell and every finished call (measured A/B: a tool call's CPU
-    in the child, 206 -> 158 us; a trivial run's, unchanged). One more reference, taken in
-    the first callback, keeps the state between callbacks; :meth:`let_go` has the thread's
-    last callback drop it, before the thread ends (a thread state that outlives its
-    thread is never freed)."""
-
-    def __init__(self) -> None:
-        self._held: int | None = None
-        self.letting_go = False
-
-    def enter(self) -> None:
-        """At the start of each callback (the callback's own reference holds the GIL)."""
-        if self._held is None and not self.letting_go:
-            self._held = _gil_ensure()
-
-    def leave(self) -> None:
-        """At the end of each callback: the last one drops the kept reference."""
-        if self.letting_go and self._held is not None:
-            _gil_release(self._held)
-            self._held = None
-
-    def let_go(self) -> None:
-        """Have the thread's next callback, its last, drop the kept reference (the drain's
-        answer is that callback, before the context is freed: see :meth:`Isolate.drain_soon`)."""
-        if self._held is not None:
-            self.letting_go = True
-
-
-DRAIN_TIMEOUT_S = 5.0
-"""How long closing an isolate waits for its thread to finish what was posted to it."""
-
-
-def _post_drain(ctx: Any) -> None:
-    """Post the task that marks the end of what this context's thread has to do (see
-    :func:`_await_drain`): an evaluation of a handle that names no value, which mini-racer
-    answers with an error without entering the engine, so it is safe to run whenever it
-    runs, the context's teardown included."""
-    ctx._dll.mr_eval(ctx._ctx, None, 0)
-
-
-def _await_drain(ctx: Any) -> None:
-    """Wait for the answer of :func:`_post_drain`. The thread runs its tasks in order, so
-    every task posted before it has returned by then, and the context can be freed. (The
-    answer is the first in mini-racer's queue for the tasks it never cancels: the only
-    other such tasks, a preparation's steps in :meth:`Isolate._run_now`, are each waited
-    for before the next is posted.)
-
-    Freeing a context with a task of its still starting crashes the process: mini-racer's
-    teardown cancels the tasks it knows of but does not wait for one that is already
-    running (its ``CancelableTaskBase::Await`` discards the task's future unwaited), then
-    takes the engine context out of its holder, so a task that reads it next reads a null
-    pointer (SIGSEGV in ``CodeEvaluator::Eval``, seen once under load when the release of
-    the thread's state was a real evaluation posted unwaited just before the free).
-    Raises TimeoutError if the thread does not answer (a wedged engine: recycle)."""
-    try:
-        ctx._non_cancelable_mr_task_results_queue.get(timeout=DRAIN_TIMEOUT_S)
-    except queue.Empty:
-        raise TimeoutError("the isolate's thread did not finish its tasks") from None
-
-
-_gil_ensure = ctypes.pythonapi.PyGILState_Ensure
-_gil_ensure.restype = ctypes.c_int
-_gil_release = ctypes.pythonapi.PyGILState_Release
-_gil_release.argtypes = [ctypes.c_int]
-_gil_release.restype = None
-
-
-_ENTROPY_SETTER = "_ZN2v82V816SetEntropySourceEPFbPhmE"
-"""``v8::V8::SetEntropySource(bool (*)(unsigned char*, size_t))``, exported by mini-racer's
-library (the Itanium name: mini-racer's Python layer does not wrap it)."""
-_Entropy = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_size_t)
-_entropy_given = False
-
-
-def _os_entropy(buffer: int, length: int) -> bool:
-    """V8's entropy source: the kernel's random bytes, with one ``getrandom`` call.
-
-    Without one, V8 seeds each of the seven random number generators of a new isolate by
-    opening ``/dev/urandom`` through stdio, which reads a whole 4 KB buffer each time and
-    closes it again: 28 KB of random bytes and 21 system calls per isolate. Interleaved
-    in one process, 300 isolates each way (prepared and disposed, pinned): 0.07-0.11 ms
-    less per isolate (2.5-3.6%). False (V8 then reads ``/dev/urandom`` itself) if this
-    fails in any way."""
-    try:
-        ctypes.memmove(buffer, os.urandom(length), length)
-    except BaseException:  # a callback from V8 must not raise
-        return False
-    return True
-
-
-_os_entropy_for_v8 = _Entropy(_os_entropy)  # module-level: V8 calls it as long as the process lives
-
-
-def _use_os_entropy(dll: Any) -> None:
-    """Give V8 :func:`_os_entropy`, once per process, before its first isolate. A library
-    that does not export the setter keeps V8's own way."""
-    global _entropy_given
-    if _entropy_given:
-        return
-    _entropy_given = True
-    setter = getattr(dll, _ENTROPY_SETTER, None)
-    if setter is not None:
-        setter.argtypes = [_Entropy]
-        setter.restype = None
-        setter(_os_entropy_for_v8)
-
-
-def _new_context(
-    loop: asyncio.AbstractEventLoop, on_thread: Callable[[int, Any], bool], thread: _CallbackThread
-) -> tuple[Any, Callable[[], None]]:
-    """A bare context and the function that frees it: mini-racer's ``_make_context``, called
-    off the event loop (see :meth:`Isolate.prepare`). Its calls back come to ``loop``.
-
-    ``on_thread`` runs first in every callback, on the isolate's thread, while the program
-    waits for the callback to return (the memory guard, the early tool-call sends, the
-    callbacks the loop need not hear of: see :meth:`Isolate._on_thread`), with the
-    callback's id and raw value handle; it returns True when it has dealt with the
-    callback, handle included. ``thread`` keeps that thread's Python state."""
-    dll = init_mini_racer(ignore_duplicate_init=True)
-    _use_os_entropy(dll)
-    contexts: list[Any] = []
-
-    @mr_callback_func
-    def callback(callback_id: int, raw_val_handle: Any) -> None:
-        # Callbacks answer calls made after the context exists (none can come sooner).
-        thread.enter()
-        if not on_thread(callback_id, raw_val_handle):
-            contexts[0].handle_callback_from_v8(callback_id, raw_val_handle)
-        thread.leave()
-
-    raw = ContextType(dll.mr_init_context(callback))
-    # Callback id 0 is mini-racer's own, for the tasks it never cancels.
-    # The queue of the tasks mini-racer never cancels (the drain's answer, the setup's) is a
-    # SimpleQueue: a queue.Queue's three conditions and their Python-level waits were ~25
-    # Python calls per isolate, on the engine thread and the isolate's.
-    results: Any = queue.SimpleQueue()  # (mini-racer's annotation says queue.Queue: put and get suffice)
-    contexts.append(Context(dll, raw, loop, ObjectFactoryImpl(), itertools.count(1), {}, results))
-
-    def free(keep_alive: Any = callback) -> None:  # the engine calls back until freed
-        dll.mr_free_context(raw)
-
-    return contexts[0], free
-
-
-class _EngineThread:
-    """The child's one thread for the engine's blocking steps: preparing isolates (V8
-    creating one takes ~0.5 ms) and disposing of them, off the event loop.
-
-    A thread of its own, fed through a ``SimpleQueue``, rather than ``asyncio.to_thread``:
-    the default executor's way there and back (a concurrent future with its condition and
-    lock, the chaining of two futures, a copy of the context) was ~40 of the ~350 Python
-    calls the loop made per trivial run. Jobs run one at a time, in order: a disposal
-    queued behind a preparation waits for it (~1 ms), and a job that never returns is met
-    by the caller's own bound (the child then recycles)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def submit(
-        self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any
-    ) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = loop.create_future()
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._serve, name="codemode-engine", daemon=True)
-                    self._thread.start()
-        self._jobs.put((loop, future, fn, args))
-        return future
-
-    def _serve(self) -> None:
-        while True:
-            loop, future, fn, args = self._jobs.get()
-            result: Any = None
-            failure: BaseException | None = None
-            try:
-                result = fn(*args)
-            except BaseException as exc:  # the caller's to raise
-                failure = exc
-            with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits
-                loop.call_soon_threadsafe(_settle, future, result, failure)
-            del loop, future, fn, args, result, failure
-
-
-def _settle(future: asyncio.Future[Any], result: Any, failure: BaseException | None) -> None:
-    """On the loop: ``result`` or ``failure`` into ``future``, unless it is already done
-    (cancelled by a caller that stopped waiting, or an entry the loop resolved itself)."""
-    if future.done():
-        return
-    if failure is None:
-        future.set_result(result)
-    else:
-        future.set_exception(failure)
-
-
-_engine_thread = _EngineThread()
-
-
-def off_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-    """``fn(*args)`` on the child's engine thread (see :class:`_EngineThread`): a future of
-    ``loop`` for its value."""
-    return _engine_thread.submit(loop, fn, *args)
-
-
 def _ignore(*_: Any) -> None:
-    """What a closed isolate does with a bell or a value handle's free: nothing."""
+    """What a closed isolate does with a bell: nothing."""
 
 
 def _loud(_out: Any) -> bool:
     """A pump's return that the loop always hears of (see :meth:`Isolate.pump_soon`)."""
     return False
-
-
-def _settle_entry(entry: Entry, task: asyncio.Task[Any]) -> None:
-    """An entry that ran as a task (several feeds): its outcome, on its future."""
-    if task.cancelled():
-        entry.future.cancel()
-    else:
-        _settle(entry.future, None, task.exception())
-
-
-class Entry:
-    """The call that starts a run or invokes a retained handler, as the loop sees it.
-
-    Its return is kept off the loop: the isolate's thread notes it (see
-    :meth:`Isolate._entry_returned`), and the loop is woken for it only if the call failed
-    or the loop waits for it (:meth:`wait_for_return`). A run's result comes through the
-    journal and the take, never through this call, so the usual run learns of its return
-    when it looks (:meth:`done`): the call used to be a task of its own, whose return cost
-    every run a wake of the loop, a future and the task's steps."""
-
-    __slots__ = ("_isolate", "future", "notify", "returned", "task")
-
-    def __init__(self, isolate: Isolate, future: asyncio.Future[None]) -> None:
-        self.future = future
-        self._isolate = isolate
-        self.returned = False
-        """Set on the isolate's thread, under the isolate's pump lock."""
-        self.notify = False
-        """The loop waits for the return: the isolate's thread wakes it (under the lock)."""
-        self.task: asyncio.Task[Any] | None = None
-        """An entry whose payload takes several feeds runs as this task instead."""
-
-    def done(self) -> bool:
-        """Whether the call has returned (or was stopped); on the loop."""
-        return self._resolve_if_returned(notify=False)
-
-    def notify_on_return(self) -> None:
-        """Have the call's return resolve :attr:`future` on the loop (it may already have)."""
-        self._resolve_if_returned(notify=True)
-
-    def _resolve_if_returned(self, *, notify: bool) -> bool:
-        """Resolve :attr:`future` if the isolate's thread saw the call return (``notify``:
-        else have it wake the loop when it does); whether the future is done. An entry
-        that runs as a task resolves its future itself."""
-        if self.future.done():
-            return True
-        if self.task is not None:
-            return False
-        with self._isolate._pump_lock:
-            self.notify = self.notify or notify
-            returned = self.returned
-        if returned:
-            self.future.set_result(None)
-        return returned
-
-    async def wait_for_return(self) -> None:
-        """Wait until the call has returned; raises what stopped it."""
-        self.notify_on_return()
-        await self.future
-
-    def cancel(self) -> None:
-        """Stop the call if it still runs (mini-racer terminates the program) and cancel its
-        future: its return, if it comes, is ignored."""
-        if self.task is not None:
-            self.task.cancel()
-        else:
-            self._isolate._cancel_entry(self)
-        self.future.cancel()
 
 
 class Isolate:
@@ -441,13 +83,15 @@ class Isolate:
     each pump's result and each bell, that cost a tool call more than the call itself. So
     a handle Python drops is held until a call into the isolate is posted (the thread is
     awake then) and freed right after it, once :data:`_FREE_AFTER` are held; a context's
-    teardown frees what is still held. (Freeing them at every pump cost the loop ~4.6 us a
-    tool call, timed with ``time.thread_time_ns``: a library call per handle.)
+    teardown frees what is still held. (Freeing them at every pump cost the loop a library
+    call per handle.)
     """
 
     def __init__(self, near_data_limit: Callable[[], bool] = lambda: False) -> None:
         self._stack = contextlib.ExitStack()
         self.ctx: Any = None
+        self._raw: RawContext = None  # type: ignore[assignment]  # (set by prepare)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.on_bell: Callable[[], None] = lambda: None
         self.closed = False
         self._drain_posted = False
@@ -458,7 +102,7 @@ class Isolate:
         """The process came too close to its data limit while this isolate ran: its run
         ends with the memory text (see :meth:`_guard`)."""
         self._in_flight: set[int] = set()
-        self._thread = _CallbackThread()
+        self._thread = CallbackThread()
         self.act_now: Callable[[list[Any]], tuple[list[Any], bool]] | None = None
         """Set while a run can act on what it writes from the isolate's own thread (see
         :meth:`_on_thread`): takes the messages read there and returns what the loop is
@@ -534,38 +178,35 @@ class Isolate:
         layout: dict[str, int],
         close_first: Sequence[Isolate],
     ) -> None:
-        if _per_isolate_source is None:
-            raise RuntimeError("install_runtime() has not been called in this process")
+        per_isolate_source = runtime.per_isolate_source()  # (raises before install_runtime)
         for isolate in close_first:
             isolate.close()
-        self.ctx, free = _new_context(loop, self._on_thread, self._thread)
+        self._loop = loop
+        self.ctx, free = new_context(loop, self._on_thread, self._thread)
         self._stack.callback(free)
         ctx = self.ctx
-        object.__setattr__(ctx, "_free", self._hold)  # mini-racer's Context is frozen
+        rc = self._raw = RawContext(ctx)
+        rc.hold_frees(self._hold)
         ctx.set_hard_memory_limit(memory_bytes)
         ctx.set_soft_memory_limit(max(memory_bytes * 3 // 4, 1))
-        dll, raw_ctx = ctx._dll, ctx._ctx
-        if _per_isolate_source:  # no snapshot: the runtime itself first
-            self._run_now(dll.mr_eval, _raw_string(dll, raw_ctx, _per_isolate_source))
+        if per_isolate_source:  # no snapshot: the runtime itself first
+            rc.run_now(rc.eval, rc.string(per_isolate_source))
         # Raw value handles from here on, not mini-racer's wrappers (a conversion and a
-        # finalizer each, ~100 Python calls per preparation): the context's teardown frees
-        # them with the rest.
-        bell = self._make_bell(ctx)
+        # finalizer each): the context's teardown frees them with the rest.
+        bell = self._make_bell()
         # The boot hook, read from the bell: the runtime takes the bell (the hook's receiver)
         # and returns the argument array of every call, [api].
-        self._argv = self._get(bell, _raw_string(dll, raw_ctx, _BOOT_HOOK))
+        self._argv = rc.get(bell, rc.string(runtime.BOOT_HOOK))
         # argv[0] through mini-racer's JSArray asks the engine for the length first: one
         # more synchronous trip to the isolate's thread (two thread switches) per isolate.
-        self._api = self._get(self._argv, dll.mr_alloc_int_val(raw_ctx, 0, _INTEGER))
-        self._this = dll.mr_alloc_int_val(raw_ctx, 0, _UNDEFINED)
-        self._park_this = dll.mr_alloc_int_val(raw_ctx, 1, _INTEGER)  # `this` of a park (see runtime.js)
-        self._take_this = dll.mr_alloc_int_val(raw_ctx, 2, _INTEGER)  # `this` of a take
+        self._api = rc.get(self._argv, rc.alloc_int(0, INTEGER))
+        self._this = rc.alloc_int(0, UNDEFINED)
+        self._park_this = rc.alloc_int(1, INTEGER)  # `this` of a park (see runtime.js)
+        self._take_this = rc.alloc_int(2, INTEGER)  # `this` of a take
         # The first call is the runtime's setup, with the isolate's own values as `this`:
         # it returns the channel. Every later call passes `undefined` (or a number) and the
         # same array, which it ignores.
-        channel: Any = self._run_now(
-            dll.mr_call_function, self._api, _raw_string(dll, raw_ctx, values), self._argv
-        )
+        channel: Any = rc.run_now(rc.call_function, self._api, rc.string(values), self._argv)
         self._control = channel[0:16]
         self._inbound = channel[layout["inbound"] : layout["journal"]]
         self._journal = channel[layout["journal"] : layout["sync"]]
@@ -576,35 +217,15 @@ class Isolate:
         self._sync_capacity = layout["sync_units"]
         self._journal_read = 0
 
-    def _get(self, obj: Any, key: Any) -> Any:
-        """``obj[key]`` (raw value handles), read on the isolate's thread (preparation only:
-        a synchronous trip there); the raw handle of the value, or raises what the read
-        threw."""
-        ctx = self.ctx
-        raw = ctx._dll.mr_get_object_item(ctx._ctx, obj, key)
-        if raw.contents.type >= _FIRST_ERROR:
-            ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))  # raises it
-        return raw
-
-    def _make_bell(self, ctx: Any) -> Any:
+    def _make_bell(self) -> Any:
         """The bell: a notification (mini-racer's one-way callback) whose callback id this
         isolate knows, so that its thread can keep quiet the rings the loop need not hear
         of (see :meth:`_on_thread`)."""
-        callbacks = ctx._active_cancelable_mr_task_callbacks
+        callbacks = self._raw.callbacks
         self._bell_id = self._new_callback_id()
         callbacks[self._bell_id] = self._ring
         self._stack.callback(callbacks.pop, self._bell_id, None)
-        return ctx._dll.mr_make_js_callback(ctx._ctx, self._bell_id)
-
-    def _run_now(self, method: Any, *args: Any) -> Any:
-        """Run one engine task to its end, from a thread other than the loop's (preparation
-        only: nothing else uses the isolate yet). Its value comes back through mini-racer's
-        queue for the tasks it never cancels (callback id 0), not through the loop: what
-        mini-racer's own ``_run_uncancelable_mr_task`` does, which refuses to run anywhere
-        but on the context's event loop."""
-        ctx = self.ctx
-        method(ctx._ctx, *args, 0)
-        return ctx._value_handle_to_python(ctx._non_cancelable_mr_task_results_queue.get())
+        return self._raw.make_js_callback(self._bell_id)
 
     def _ring(self, value_handle: Any) -> None:
         # The notification's argument array is never read: reading needs the isolate.
@@ -696,7 +317,7 @@ class Isolate:
                 return
             self.out_of_room = True
             for task_id in list(self._in_flight):
-                self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
+                self._raw.cancel_task(task_id)
         except Exception:  # MemoryError at the limit, say: the 10 ms poll checks again
             pass
 
@@ -711,27 +332,27 @@ class Isolate:
         if self.closed:
             return
         held, self._held = self._held, []
-        free, raw_ctx = self.ctx._dll.mr_free_value, self.ctx._ctx
+        free = self._raw.free_value
         for raw in held:
-            free(raw_ctx, raw)
+            free(raw)
 
     async def _task(self, method: Any, *args: Any) -> Any:
         """mini-racer's cancelable task, minus two costs: held handles are freed once the
         task is posted (the isolate's thread is awake for it), and a task that completed is
         not cancelled afterwards (a no-op that still crosses into the library)."""
-        ctx = self.ctx
+        rc = self._raw
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         def done(val_handle: Any) -> None:
             if future.cancelled():
                 return
             try:
-                future.set_result(ctx._value_handle_to_python(val_handle))
+                future.set_result(rc.to_python(val_handle))
             except JSEvalException as exc:
                 future.set_exception(exc)
 
-        with ctx._register_cancelable_mr_task_callback(done) as callback_id:
-            task_id = method(ctx._ctx, *args, callback_id)
+        with rc.register_callback(done) as callback_id:
+            task_id = method(*args, callback_id)
             self._in_flight.add(task_id)
             if self._held:
                 self._free_held()
@@ -740,7 +361,7 @@ class Isolate:
             finally:
                 self._in_flight.discard(task_id)
                 if not future.done() or future.cancelled():
-                    ctx._dll.mr_cancel_task(ctx._ctx, task_id)
+                    rc.cancel_task(task_id)
 
     def pump_soon(
         self,
@@ -803,7 +424,7 @@ class Isolate:
                 return True
         except BaseException as exc:  # a callback from the engine must not raise
             out = exc
-        self.ctx.event_loop.call_soon_threadsafe(self._pumped_on_loop, done, out)
+        self._loop.call_soon_threadsafe(self._pumped_on_loop, done, out)  # type: ignore[union-attr]
         return True
 
     def _await_sent(self, *, lone: bool) -> None:
@@ -831,14 +452,12 @@ class Isolate:
     def _new_callback_id(self) -> int:
         """A callback id for a call to post; kept by the caller before it posts the call
         (the call may return to the isolate's thread, which looks for the id, at once)."""
-        callback_id: int = next(self.ctx._next_async_callback_id)
-        return callback_id
+        return self._raw.next_callback_id()
 
     def _post_call(self, this: Any, callback_id: int) -> int:
         """Post a call of the runtime's ``api`` with ``this`` (under the pump lock); its
         task, kept in flight."""
-        ctx = self.ctx
-        task: int = ctx._dll.mr_call_function(ctx._ctx, self._api, this, self._argv, callback_id)
+        task: int = self._raw.call_function(self._api, this, self._argv, callback_id)
         self._in_flight.add(task)
         return task
 
@@ -873,19 +492,12 @@ class Isolate:
 
     def _text_or_raise(self, raw: Any) -> str | None:
         """The string a pump, a park or a take returned (its handle held, to be freed with
-        the others), or None for any other value; raises what stopped the call (a
-        termination, a runtime the program broke). The usual value, a string, is read here
-        in place: with the quiet bell's handle held unwrapped too, 21 k fewer instructions
-        a call than through mini-racer's general conversion and its finalizer-holding
-        wrapper."""
-        value = raw.contents
-        if value.type == _STRING:
+        the others), or None for any other value; raises what stopped the call (see
+        miniracer_internals.read_text)."""
+        text = read_text(self._raw, raw)
+        if text is not None:
             self._held.append(raw)
-            text: str = value.value.bytes_val[0 : value.len].decode("utf-8")
-            return text
-        ctx = self.ctx
-        ctx._value_handle_to_python(ctx._wrap_raw_handle(raw))
-        return None
+        return text
 
     def deliver_now(self, inbox_json: str) -> bool:
         """In a bell, on the isolate's thread: put ``inbox_json`` into the inbound channel for
@@ -941,11 +553,11 @@ class Isolate:
                 if cb is not None
             ]
         for task_id in task_ids:  # (not under the lock: their callbacks take the lock)
-            self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
+            self._raw.cancel_task(task_id)
 
     async def _call(self, op: int) -> Any:
         struct.pack_into("<i", self._control, 0, op)
-        return await self._task(self.ctx._dll.mr_call_function, self._api, self._this, self._argv)
+        return await self._task(self._raw.call_function, self._api, self._this, self._argv)
 
     async def _write_units(self, data: bytes, then: int) -> Any:
         """Put ``data`` (UTF-16 units) into the inbound buffer, in as many feeds as it needs,
@@ -976,7 +588,7 @@ class Isolate:
         units = len(data) // 2
         if units > self._capacity:
             entry.task = asyncio.ensure_future(self._write_units(data, op))
-            entry.task.add_done_callback(functools.partial(_settle_entry, entry))
+            entry.task.add_done_callback(functools.partial(settle_entry, entry))
             return entry
         self._put(data, units)
         struct.pack_into("<i", self._control, 0, op)
@@ -1007,14 +619,14 @@ class Isolate:
             wake = failure is not None or entry.notify
         if wake and not self.closed:
             with contextlib.suppress(BaseException):  # a callback from the engine must not raise
-                self.ctx.event_loop.call_soon_threadsafe(_settle, entry.future, None, failure)
+                self._loop.call_soon_threadsafe(settle, entry.future, None, failure)  # type: ignore[union-attr]
         return True
 
     def _cancel_entry(self, entry: Entry) -> None:
         with self._pump_lock:
             task_id = self._entry_task if self._entry is entry and self._entry_id is not None else None
         if task_id is not None:  # (not under the lock: its callback takes the lock)
-            self.ctx._dll.mr_cancel_task(self.ctx._ctx, task_id)
+            self._raw.cancel_task(task_id)
 
     async def start(self, payload_json: str) -> None:
         """Start the program and wait for the call to return (see :meth:`begin`)."""
@@ -1082,7 +694,7 @@ class Isolate:
         if self.ctx is not None and not self._drain_posted:
             self._drain_posted = True
             self._thread.let_go()
-            _post_drain(self.ctx)
+            post_drain(self._raw)
 
     def close(self) -> None:
         """Dispose the isolate. Only call when it is responsive (a wedged one never returns)."""
@@ -1095,7 +707,7 @@ class Isolate:
                 setattr(self, name, memoryview(b""))
             if self.ctx is not None:
                 self.drain_soon()
-                _await_drain(self.ctx)
+                await_drain(self._raw)
             self._stack.close()
             # Undo the links that made the isolate, its context and its run one cycle (the
             # context freed through this isolate, the bell held the run's state, the
@@ -1104,8 +716,5 @@ class Isolate:
             self.on_bell = _ignore
             self._entry = None  # (it points back at this isolate)
             if self.ctx is not None:
-                object.__setattr__(self.ctx, "_free", _ignore)
-                # Whatever is left there holds a handle that points back at the context.
-                results = self.ctx._non_cancelable_mr_task_results_queue
-                while not results.empty():
-                    results.get_nowait()
+                # Whatever is left on its queue holds a handle that points back at the context.
+                self._raw.forget()

@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 
 from .. import _loops, _texts
 from .._mark import ChildMark, open_mark
 from .._protocol import Cancel, HostMessage, Invoke, Ready, Release, Reply, Run, Shutdown
-from . import process
+from . import miniracer_internals, process
 from .flow import Flow
 from .frames import HostLink, await_adoption
 from .limits import MemoryWatch, limit_data
 from .probe import probe_engine
 from .relay import Relay
 from .run import Runner
-from .runtime import config_json, load_stdlib
+from .runtime import config_json, install_runtime, load_stdlib
 from .spares import SPARE_ISOLATES, Spares, boot_values
 
 __all__ = ["Child", "main"]
@@ -104,12 +105,8 @@ class Child:
         """Make the runtime, configured for this child, part of every isolate it will
         create (into a startup snapshot, unless CODEMODE_CHILD_SNAPSHOT=off or the engine's
         build does not allow one: see snapshot.py). Once, before the first isolate."""
-        from . import engine
-
         snapshot = os.environ.get("CODEMODE_CHILD_SNAPSHOT", "on") != "off"
-        self.snapshot_refused = engine.install_runtime(
-            self.config_json(), self.stdlib_sources, snapshot=snapshot
-        )
+        self.snapshot_refused = install_runtime(self.config_json(), self.stdlib_sources, snapshot=snapshot)
 
     def boot_values(self) -> str:
         """What each isolate gets of its own (see spares.boot_values)."""
@@ -176,6 +173,14 @@ class Child:
         server.cancel()
 
 
+def _check_engine(check: Callable[[], list[str]]) -> None:
+    """End the child at start-up, the reason on stderr, if the installed mini-racer lacks an
+    internal the child relies on (the host reports the failed start with that reason)."""
+    missing = check()
+    if missing:
+        raise SystemExit("codemode cannot run on the installed mini-racer: " + " ".join(missing))
+
+
 def main(argv: list[str]) -> None:
     worker_id, memory_limit_mb, max_message_bytes, max_log_entries = (int(a) for a in argv[:4])
     probe_engine = argv[4:5] != ["probed"]
@@ -189,7 +194,9 @@ def main(argv: list[str]) -> None:
         process.pin_to(cpu)
     proto_in, proto_out = process.private_descriptors()
     limit_data(memory_limit_mb)
+    _check_engine(miniracer_internals.check)
     process.init_engine(memory_limit_mb)
+    _check_engine(lambda: miniracer_internals.check_library(miniracer_internals.engine_library()))
     child = Child(
         worker_id,
         memory_limit_mb,

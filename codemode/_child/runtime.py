@@ -3,29 +3,40 @@ isolate's shared channel, the runtime's settings and fixed texts, and the standa
 library's sources it loads from.
 
 The configuration is the same for every isolate of a child, so it is encoded once and
-built into the runtime's snapshot (see engine.install_runtime).
+built into the runtime's snapshot (see :func:`install_runtime`).
 """
 
 from __future__ import annotations
 
+import json
 import os
+from importlib import resources
 
 import msgspec
 
 from .. import _texts
+from .._protocol import SNAPSHOT_TURNED_OFF
+from ..stdlib import blank_comment_lines
 
 __all__ = [
+    "BOOT_HOOK",
     "BUNDLE_CACHE",
     "COPIER_REQUEST",
     "INBOUND_UNITS",
     "JOURNAL_UNITS",
     "LAYOUT",
     "MAX_TIMERS",
+    "SNAPSHOT_MODULES",
     "SYNC_TIMEOUT_MS",
     "SYNC_UNITS",
     "USER_AGENT",
+    "boot_values",
+    "child_source",
     "config_json",
+    "install_runtime",
     "load_stdlib",
+    "per_isolate_source",
+    "with_config",
 ]
 
 MAX_TIMERS = 10_000
@@ -127,7 +138,6 @@ def load_stdlib() -> tuple[dict[str, str], dict[str, list[str]]]:
     modules' exported names. ``CODEMODE_CHILD_STDLIB=off`` leaves the library out: a
     diagnostic switch for the benchmark that measures what the library costs."""
     from ..stdlib import MODULES, sources
-    from .engine import child_source
 
     if os.environ.get("CODEMODE_CHILD_STDLIB", "on") == "off":
         stdlib_sources: dict[str, str] = {}
@@ -137,3 +147,76 @@ def load_stdlib() -> tuple[dict[str, str], dict[str, list[str]]]:
         stdlib_modules = {k: list(v) for k, v in MODULES.items()}
     stdlib_sources[COPIER_REQUEST] = child_source("copier.js")
     return stdlib_sources, stdlib_modules
+
+
+_CONFIG_SLOT = "const configJson = CODEMODE_CONFIG;"
+BOOT_HOOK = "__codemode_boot"
+"""The accessor the runtime leaves on Function.prototype, read from the bell (see runtime.js)."""
+_RUNTIME: tuple[str, str] | None = None
+_per_isolate_source: str | None = None
+"""What each isolate evaluates before its setup (see :func:`install_runtime`): empty when
+isolates start from the runtime's snapshot, the whole runtime when they do not."""
+SNAPSHOT_MODULES = ("console",)
+"""Standard library modules loaded into the snapshot (see runtime.js, ``preload``): what
+most programs use, cheap enough for every isolate to carry (a small part of each isolate's
+start, against a much larger cost for the first log line of a run that loads it on first
+touch). The rest load on first touch."""
+
+
+def with_config(config_json: str) -> str:
+    """The runtime's source with the child's configuration in its slot."""
+    before, after = _runtime_parts()
+    return f"{before}const configJson = {json.dumps(config_json)};{after}"
+
+
+def install_runtime(config_json: str, stdlib_sources: dict[str, str], *, snapshot: bool = True) -> str | None:
+    """Make the runtime, with the child's configuration (the same for all its isolates),
+    part of every isolate this process creates from now on: run once into a startup
+    snapshot (see miniracer_internals.install_snapshot), with the :data:`SNAPSHOT_MODULES`
+    of ``stdlib_sources`` loaded, or, where that cannot be done or ``snapshot`` is False,
+    evaluated in each isolate as it is prepared (modules then all load on first touch).
+    Call once, before the first isolate. Returns None when isolates start from the
+    snapshot, else why they do not."""
+    from .miniracer_internals import engine_library, install_snapshot
+
+    global _per_isolate_source
+    source = with_config(config_json)
+    dll = engine_library()
+    reason: str | None = SNAPSHOT_TURNED_OFF
+    if snapshot:
+        preload = {m: stdlib_sources[m] for m in SNAPSHOT_MODULES if m in stdlib_sources}
+        reason = install_snapshot(dll, f"{source}\n__codemode_preload({json.dumps(preload)});")
+    _per_isolate_source = "" if reason is None else source + "\n"
+    return reason
+
+
+def per_isolate_source() -> str:
+    """What each isolate evaluates before its setup (empty: it starts from the snapshot)."""
+    if _per_isolate_source is None:
+        raise RuntimeError("install_runtime() has not been called in this process")
+    return _per_isolate_source
+
+
+def boot_values(seed: str, time_origin_ms: float) -> str:
+    """What one isolate gets of its own, as its runtime's setup takes it (see runtime.js,
+    boot): 64 hex characters of entropy and its time origin in ms since the epoch."""
+    if len(seed) != 64:
+        raise ValueError("an isolate's seed is 64 hex characters")
+    return f"{seed} {time_origin_ms!r}"
+
+
+def child_source(name: str) -> str:
+    """A JavaScript file of this package (runtime.js, copier.js), comment lines blanked."""
+    return blank_comment_lines((resources.files("codemode._child") / name).read_text("utf-8"))
+
+
+def _runtime_parts() -> tuple[str, str]:
+    """runtime.js (comment lines blanked) split at its configuration slot, read once."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        text = child_source("runtime.js")
+        before, slot, after = text.partition(_CONFIG_SLOT)
+        if not slot:
+            raise RuntimeError("runtime.js has lost its configuration slot")
+        _RUNTIME = (before, after)
+    return _RUNTIME

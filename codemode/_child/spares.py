@@ -19,8 +19,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._protocol import Recycle
+from . import runtime
 from .limits import MB
 from .runtime import LAYOUT
+from .threads import off_loop
 
 __all__ = ["DISPOSE_TIMEOUT_S", "SPARE_ISOLATES", "Spares", "boot_values"]
 
@@ -35,9 +37,7 @@ DISPOSE_TIMEOUT_S = 2.0
 def boot_values() -> str:
     """What each isolate gets of its own, for its runtime's setup: a random seed and its
     time origin."""
-    from . import engine
-
-    return engine.boot_values(secrets.token_hex(32), time.time() * 1000)
+    return runtime.boot_values(secrets.token_hex(32), time.time() * 1000)
 
 
 class Spares:
@@ -124,10 +124,8 @@ class Spares:
     async def close(self, isolate: Any) -> None:
         """Dispose ``isolate`` on the engine thread; a child whose isolate cannot be disposed
         in time recycles."""
-        from . import engine
-
         try:
-            await asyncio.wait_for(engine.off_loop(self.loop, isolate.close), DISPOSE_TIMEOUT_S)
+            await asyncio.wait_for(off_loop(self.loop, isolate.close), DISPOSE_TIMEOUT_S)
         except TimeoutError:
             self._send(Recycle("the isolate could not be disposed"))
             os._exit(0)

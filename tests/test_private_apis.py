@@ -1,0 +1,61 @@
+"""Every internal of mini-racer the child relies on (codemode/_child/miniracer_internals.py)
+exists in the installed release, and a release that lacks one is named at start-up in a
+sentence, not met later as an AttributeError inside a run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def test_the_installed_mini_racer_has_every_internal_the_child_relies_on() -> None:
+    from codemode._child import miniracer_internals
+
+    assert miniracer_internals.check() == []
+
+
+def test_the_loaded_library_exports_every_function_the_child_calls() -> None:
+    """In a process of its own: V8 never loads in the test process."""
+    script = textwrap.dedent("""
+        import json
+        from codemode._child import miniracer_internals
+        print(json.dumps(miniracer_internals.check_library(miniracer_internals.engine_library())))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_missing_internal_is_named_in_a_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    from py_mini_racer import _context
+
+    from codemode._child import miniracer_internals
+
+    monkeypatch.delattr(_context.Context, "_wrap_raw_handle")
+    assert miniracer_internals.check() == ["mini-racer's Context has no method _wrap_raw_handle."]
+
+
+def test_a_child_on_a_release_without_an_internal_fails_to_start_with_the_reason(tmp_path: object) -> None:
+    """A child whose mini-racer lacks an internal stops at start-up; the host reports the
+    failed start with the missing piece among its causes."""
+    plugin = os.fspath(tmp_path)  # a sitecustomize that removes one internal before the child starts
+    with open(os.path.join(plugin, "sitecustomize.py"), "w") as f:
+        f.write("from py_mini_racer import _context\ndel _context.Context._value_handle_to_python\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin, os.environ.get("PYTHONPATH", "")])}
+    script = textwrap.dedent("""
+        from codemode import ExecutorError, SyncIsolateExecutor
+        try:
+            with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
+                ex.execute(code="async () => 1")
+        except ExecutorError as exc:
+            print(" | ".join((str(exc), *exc.causes)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "failed to start" in text, text
+    assert "mini-racer's Context has no method _value_handle_to_python." in text, text
