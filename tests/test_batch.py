@@ -145,3 +145,27 @@ def test_a_killed_batch_resumes_and_every_id_is_written_exactly_once(tmp_path: P
     assert sorted(ids) == sorted(f"job-{i}" for i in range(count))  # each exactly once
     assert f"{written_before} ids were already in the output" in done.stderr
     assert all(r["result"] == int(r["id"].split("-")[1]) for r in records(out))
+
+
+def test_the_progress_bar_and_the_periodic_line_do_not_change_the_output(tmp_path: Path) -> None:
+    write_lines(tmp_path / "in.jsonl", [{"id": i, "code": f"async () => {i}"} for i in range(30)])
+    bar = batch("in.jsonl", "-o", "bar.jsonl", "--progress", "bar", cwd=tmp_path)
+    lines = batch("in.jsonl", "-o", "lines.jsonl", "--progress", "lines", cwd=tmp_path)
+    assert bar.returncode == lines.returncode == 0, bar.stderr + lines.stderr
+    assert "30/30" in bar.stderr  # the bar's last state: every line done
+    for name in ("bar.jsonl", "lines.jsonl"):
+        assert sorted(r["result"] for r in records(tmp_path / name)) == list(range(30))
+
+
+def test_the_bulk_benchmark_runs(tmp_path: Path) -> None:
+    """A short run of benchmarks/bulk_bench.py, so that it keeps working between measurements."""
+    done = subprocess.run(
+        [sys.executable, "bulk_bench.py", "--n", "60", "--rounds", "1", "--batch-lines", "10,20"],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CODEMODE_BENCH_RESULTS": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "map/pool" in done.stdout and json.loads((tmp_path / "bulk.json").read_text())["batch"]
