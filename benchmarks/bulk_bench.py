@@ -2,6 +2,7 @@
 
     python benchmarks/bulk_bench.py              # 10,000 trivial programs, 2 rounds; batch 1k and 10k
     python benchmarks/bulk_bench.py --n 2000 --rounds 1 --batch-lines 200,2000   # a short run
+    python benchmarks/bulk_bench.py --fleet      # (c) only: map on the fleet
 
 (a) In process: each round measures the pool's throughput with ``bench.py``'s trivial
 scenario (2 x workers callers, each awaiting ``execute`` in a loop) and then ``map`` over
@@ -13,7 +14,12 @@ programs, at two sizes: lines per second (wall time of the whole command, start-
 included) and the command's peak RSS (its own ``ru_maxrss``; the children are not
 counted). The target: the peak RSS at the larger size within 10% of the smaller's.
 
-Results go to ``bulk.json`` in the results directory (``outputs.py``).
+(c) ``--fleet``: a private redis-server and one worker (concurrency 2, as ``fleet_bench.py``
+has it); each round measures ``fleet_bench.py``'s throughput of trivial jobs at 16 in
+flight, then ``map`` over ``--n`` trivial jobs at its default window (16). The target: map
+at least 90% of the fleet's throughput.
+
+Results go to ``bulk.json`` (``bulk_fleet.json`` for ``--fleet``) in the results directory (``outputs.py``).
 """
 
 from __future__ import annotations
@@ -89,6 +95,45 @@ def batch_run(lines: int, workdir: Path) -> dict[str, Any]:
     return {"lines": lines, "wall_s": wall, "lines_per_s": lines / wall, "peak_rss_mb": peak / 1024}
 
 
+async def on_fleet(url: str, n: int, rounds: int) -> dict[str, Any]:
+    from fleet_bench import throughput
+
+    from broker_config import BrokerSettings
+    from codemode.fleet import FleetExecutor
+
+    fleet: list[float] = []
+    mapped: list[float] = []
+    async with FleetExecutor(settings=BrokerSettings(redis_url=url)) as ex:
+        await throughput(ex, seconds=1.0)  # warm: connections, children
+        for _ in range(rounds):
+            fleet.append(await throughput(ex, seconds=n / max(1.0, fleet[-1] if fleet else 500.0)))
+            t = time.perf_counter()
+            async for _key, outcome in ex.map("() => 0" for _ in range(n)):
+                assert not isinstance(outcome, Exception) and outcome.error is None, outcome
+            mapped.append(n / (time.perf_counter() - t))
+    ratio = statistics.median(mapped) / statistics.median(fleet)
+    return {"n": n, "fleet_16_per_s": fleet, "map_per_s": mapped, "map_over_fleet": ratio, "target": 0.9}
+
+
+def fleet_main(n: int, rounds: int) -> None:
+    from broker_config import BrokerSettings, WorkerSettings
+    from codemode.fleet.testing import RedisServer, WorkerProcess
+
+    with RedisServer() as server:
+        worker = WorkerProcess(
+            BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2), name="bulk"
+        )
+        with worker:
+            report = asyncio.run(on_fleet(server.url, n, rounds))
+    print(
+        f"(c) {n} trivial jobs on the fleet: 16 in flight {statistics.median(report['fleet_16_per_s']):.0f}/s, "
+        f"map {statistics.median(report['map_per_s']):.0f}/s: map/fleet {report['map_over_fleet']:.1%} "
+        "(target >= 90%)"
+    )
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "bulk_fleet.json").write_text(json.dumps(report, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -96,7 +141,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000, help="trivial programs per phase of (a)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of (a)")
     parser.add_argument("--batch-lines", default="1000,10000", help="the two file sizes of (b)")
+    parser.add_argument("--fleet", action="store_true", help="(c) only: map on a private fleet")
     args = parser.parse_args()
+    if args.fleet:
+        fleet_main(args.n, args.rounds)
+        return
     report: dict[str, Any] = {"workers": WORKERS, "cpus": os.cpu_count()}
     report["in_process"] = ip = asyncio.run(in_process(args.n, args.rounds))
     print(
