@@ -37,7 +37,7 @@ of the way is caught around the delivery: either way the message is settled and 
 the queue's dead-letter list with its reason (``_deadletter.py``). Redis's own errors still
 propagate (Celery reconnects). The override relies on kombu's private ``Channel._brpop_read``
 and what it uses: ``client.parse_response(connection, "BRPOP")``, ``sep``,
-``_queue_cycle.rotate``, ``_in_poll``, ``_flush_brpop_reauth`` and
+``_queue_cycle.rotate``, ``_in_poll``, ``_flush_brpop_reauth`` (from kombu 5.7) and
 ``connection._deliver(payload, queue)``; for broadcasts (Celery's remote control, over
 pub/sub), ``_receive_one`` and ``_deliver_fanout_message``.
 
@@ -271,7 +271,9 @@ class RedisChannel(kombu_redis.Channel):
             return True
         finally:
             self._in_poll = None  # type: ignore[assignment]
-            self._flush_brpop_reauth()  # type: ignore[no-untyped-call]
+            flush_reauth = getattr(self, "_flush_brpop_reauth", None)  # kombu 5.7 and later
+            if flush_reauth is not None:
+                flush_reauth()
 
     def _take(self, queue: str, item: bytes) -> None:
         """Deliver one popped message, or drop it with its reason: nothing a message holds
