@@ -156,8 +156,11 @@ class JobSession:
     async def _loop(self) -> Outcome:
         next_check = self._next_check(time.monotonic())
         riders: list[bytes] = []
+        task = asyncio.current_task()
         while True:
-            if self.closed:
+            # A cancel can land inside a redis-py command and be swallowed there: the task
+            # still counts it (cancelling()), and the loop honours it here.
+            if self.closed or (task is not None and task.cancelling()):
                 raise asyncio.CancelledError()
             now = time.monotonic()
             if now >= next_check:

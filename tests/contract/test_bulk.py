@@ -185,21 +185,7 @@ async def _serves_again_soon(executor: Any) -> None:
     assert time.monotonic() - started < 40
 
 
-FLEET_CANCEL_HANG = (
-    "A FleetExecutor job whose tool call is open sometimes does not end when its caller is "
-    "cancelled: JobSession.wait stays at _pop's BLPOP future after task.cancel()."
-)
-
-
-def _known_fleet_hang(request: pytest.FixtureRequest, executor: Any) -> None:
-    if isinstance(executor, FleetExecutor):
-        request.applymarker(pytest.mark.xfail(reason=FLEET_CANCEL_HANG, strict=False))
-
-
-async def test_closing_map_early_cancels_what_is_in_flight(
-    executor: Any, request: pytest.FixtureRequest
-) -> None:
-    _known_fleet_hang(request, executor)
+async def test_closing_map_early_cancels_what_is_in_flight(executor: Any) -> None:
     entered = asyncio.Event()
     results = await _started_jobs(executor, entered)
     step = asyncio.ensure_future(anext(results))
@@ -213,10 +199,9 @@ async def test_closing_map_early_cancels_what_is_in_flight(
     await _serves_again_soon(executor)
 
 
-async def test_cancelling_the_consumer_cancels_what_is_in_flight(
-    executor: Any, request: pytest.FixtureRequest
-) -> None:
-    _known_fleet_hang(request, executor)
+async def test_cancelling_the_consumer_cancels_what_is_in_flight(executor: Any) -> None:
+    """On the fleet, a cancel swallowed inside a redis-py command once left the job's
+    session waiting for good (about one run in ten with a tool call open)."""
     entered = asyncio.Event()
 
     async def consume() -> None:
