@@ -7,10 +7,12 @@
          written and flushed as each run ends, so a killed batch loses nothing finished;
          --resume skips the ids OUT already holds
 
-A request line: ``{"id": "a-1", "code": "async () => ...", "timeout": 2000, "modules":
-{...}}`` (``id`` a string or an integer, unique in the file; ``timeout`` and ``modules``
-optional). An output line is ``{"id", "result", "error", "logs", "attempts",
-"duration_ms"}`` for a served run (``error`` set when the program failed), or ``{"id",
+A request line: ``{"id": "a-1", "code": "async ({ orderId }) => ...", "inputs": {"orderId":
+7}, "timeout": 2000, "modules": {...}}`` (``id`` a string or an integer, unique in the file;
+``inputs``, the entry function's argument, ``timeout`` and ``modules`` optional). An output
+line is ``{"id", "result", "error", "logs", "attempts", "duration_ms"}`` for a served run
+(``error`` set when the program failed, with ``error_detail``: its name, line, column and
+stack, when the program threw), or ``{"id",
 "fault": {"code", "message", "retryable", "started"}, "attempts"}`` when a fault of the
 executor remained after retries.
 
@@ -195,7 +197,7 @@ def outcome_record(key: Hashable, result: Outcome | ExecutorError) -> dict[str, 
             },
             "attempts": attempts,
         }
-    return {
+    record: dict[str, Any] = {
         "id": key,
         "result": result.result,
         "error": result.error,
@@ -203,6 +205,9 @@ def outcome_record(key: Hashable, result: Outcome | ExecutorError) -> dict[str, 
         "attempts": result.attempts,
         "duration_ms": result.duration_ms,
     }
+    if result.error_detail is not None:
+        record["error_detail"] = result.error_detail.to_dict()
+    return record
 
 
 class Progress:

@@ -66,7 +66,7 @@ ORDERED_BUFFER_FACTOR: Final = 4
 it waits for."""
 
 JOB_OPTIONS: Final = frozenset(
-    {"providers", "dispatch", "outbound", "modules", "timeout", "count_host_waits"}
+    {"inputs", "providers", "dispatch", "outbound", "modules", "timeout", "count_host_waits"}
 )
 """The ``execute`` keywords a job (or a whole map) may set."""
 
@@ -104,8 +104,9 @@ def check_options(options: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 class Job:
     """One request of a bulk run: a ``key`` to find its result by, the ``code``, and any of
-    ``execute``'s options (``providers``, ``dispatch``, ``outbound``, ``modules``,
-    ``timeout``, ``count_host_waits``), which win over the ones given to ``map``.
+    ``execute``'s options (``inputs``, ``providers``, ``dispatch``, ``outbound``,
+    ``modules``, ``timeout``, ``count_host_waits``), which win over the ones given to
+    ``map``.
 
     ``idempotent=True`` says running it twice repeats no side effect the host cares
     about: a fault after its program started may then be retried too.

@@ -17,8 +17,8 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -33,11 +33,13 @@ from ._config import (
     Ceilings,
     ExecutorConfig,
     PoolConfig,
+    Unset,
     check_child_env,
     check_handle_idle_ttl,
     check_int,
     config_object,
 )
+from ._contract import JSONValue, LogCallback, ModuleSource, ProviderSpec
 from ._dispatch import Dispatcher, RunThreads, dispatch_threads
 from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
@@ -46,16 +48,27 @@ from ._handles import (
     plain_request,
     response_outcome_result,
 )
+from ._live import LiveLogs
 from ._modules import build_module_bundle, normalize_modules, rewrite_dynamic_imports
 from ._normalize import entry_form_problem
 from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
 from ._protocol import Fetch, Invoke, Run
-from ._request import ResolvedRequest, check_modules, check_outbound, resolve_request, resolve_timeout
+from ._request import (
+    Dispatch,
+    ResolvedRequest,
+    check_modules,
+    check_outbound,
+    resolve_request,
+    resolve_timeout,
+)
 from ._texts import ENTRY_FORM
 from ._turns import Turns
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
+
+if TYPE_CHECKING:
+    from ._outbound import OutboundPolicy
 
 __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
 
@@ -93,8 +106,8 @@ class IsolateExecutor:
         memory_limit: int = DEFAULT_MEMORY_LIMIT_MB,
         count_host_waits: bool = DEFAULT_COUNT_HOST_WAITS,
         pool: PoolConfig | Mapping[str, Any] | None = None,
-        outbound: Any = UNSET,
-        modules: Mapping[str, Any] | None = None,
+        outbound: OutboundPolicy | Unset | None = UNSET,
+        modules: Mapping[str, ModuleSource] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES,
         ceilings: Ceilings | Mapping[str, Any] | None = None,
@@ -190,21 +203,28 @@ class IsolateExecutor:
 
     async def execute(
         self,
-        code: Any = None,
+        code: str,
         *,
-        providers: Any = None,
-        dispatch: Any = None,
-        outbound: Any = UNSET,
-        modules: Any = UNSET,
-        timeout: Any = UNSET,
-        count_host_waits: Any = UNSET,
-        retain_handles: Any = False,
+        inputs: JSONValue | Unset = UNSET,
+        providers: Sequence[ProviderSpec] | None = None,
+        dispatch: Dispatch | None = None,
+        outbound: OutboundPolicy | Unset | None = UNSET,
+        modules: Mapping[str, ModuleSource] | Unset | None = UNSET,
+        timeout: float | Unset | None = UNSET,
+        count_host_waits: bool | Unset | None = UNSET,
+        retain_handles: bool = False,
+        on_log: LogCallback | None = None,
     ) -> Outcome:
         """Run one program; a program's failure comes back in ``Outcome.error``.
+
+        ``inputs`` (JSON data) is passed to the entry function as its one argument.
+        ``on_log`` is told of each log entry as the program writes it (see
+        :class:`LiveLogs`); the entries are in ``Outcome.logs`` too.
 
         Raises :class:`ExecutorError` (QUEUE_FULL, WORKER_CRASHED, DISPOSED,
         INVALID_REQUEST, ...) only when the executor itself could not serve the call.
         """
+        live = None if on_log is None else LiveLogs(on_log)
         request = resolve_request(
             self.config,
             code=code,
@@ -215,6 +235,7 @@ class IsolateExecutor:
             timeout=timeout,
             count_host_waits=count_host_waits,
             retain_handles=retain_handles,
+            inputs=inputs,
             default_outbound=self._outbound,
             default_modules=self._modules,
         )
@@ -234,9 +255,16 @@ class IsolateExecutor:
         for attempt in range(attempts):
             worker = await pool.acquire(admitted=attempt > 0)
             try:
-                return await self._run_on(worker, request, code, bundle_key, bundle)
+                outcome = await self._run_on(worker, request, code, bundle_key, bundle, live)
             except NeverStarted:
                 continue  # that child recycled before taking the run: nothing ran
+            except BaseException:
+                if live is not None:
+                    live.close()
+                raise
+            if live is not None:
+                await live.delivered()
+            return outcome
         raise WorkerCrashed(
             f"No child could take this run: {attempts} children in a row recycled before "
             "starting it. Nothing ran; retry later.",
@@ -262,7 +290,13 @@ class IsolateExecutor:
         return key, bundle, code
 
     async def _run_on(
-        self, worker: Any, request: ResolvedRequest, code: str, bundle_key: str, bundle: str | None
+        self,
+        worker: Any,
+        request: ResolvedRequest,
+        code: str,
+        bundle_key: str,
+        bundle: str | None,
+        live: LiveLogs | None = None,
     ) -> Outcome:
         started_at = time.monotonic()
         network = _network(request.outbound)
@@ -278,15 +312,19 @@ class IsolateExecutor:
             retain=request.retain_handles,
             modules_key=bundle_key,
             modules_bundle=send_bundle,
+            inputs_json=request.inputs_json,
+            stream_logs=live is not None,
         )
         if bundle_key:
             worker.known_bundles.add(bundle_key)
-        outcome = await self._drive(worker, request, msg)
+        outcome = await self._drive(worker, request, msg, live)
         if outcome.handle is not None:
             self._handles.add(outcome.handle, worker, request)
         return outcome
 
-    async def _drive(self, worker: Any, request: ResolvedRequest, msg: Run | Invoke) -> Outcome:
+    async def _drive(
+        self, worker: Any, request: ResolvedRequest, msg: Run | Invoke, live: LiveLogs | None = None
+    ) -> Outcome:
         """Hand one run (or invocation) to its worker and serve its calls until it ends."""
         loop = asyncio.get_running_loop()
         started_at = msg.started_at
@@ -315,6 +353,7 @@ class IsolateExecutor:
             on_call=dispatcher.call,
             on_fetch=on_fetch,
             forward=dispatcher.forward if dispatcher.forwards else None,
+            on_log=None if live is None else live.entry,
         )
         worker.begin(active)
         try:
@@ -331,7 +370,7 @@ class IsolateExecutor:
     # ---- handles ------------------------------------------------------------------
 
     async def invoke_handle(
-        self, handle: str, request: Mapping[str, Any], *, timeout: Any = UNSET
+        self, handle: str, request: Mapping[str, object], *, timeout: float | Unset | None = UNSET
     ) -> Outcome:
         """Pass ``request`` (method, url, headers, body) to a retained request handler.
 
@@ -378,7 +417,7 @@ class IsolateExecutor:
         return pool.max_workers + min(pool.max_workers, pool.max_queue)
 
     def map(
-        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: object
     ) -> BulkResults:
         """Run every job and yield ``(key, Outcome | ExecutorError)`` in completion order.
 
@@ -390,7 +429,7 @@ class IsolateExecutor:
         return map_jobs(self, jobs, concurrency=concurrency, retry=retry, options=options)
 
     def map_ordered(
-        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: object
     ) -> BulkResults:
         """:meth:`map`, yielding in input order (a bounded buffer holds results that
         finish early)."""
@@ -406,8 +445,36 @@ class SyncIsolateExecutor:
             print(executor.execute(code="async () => 6 * 7").result)  # 42
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        self._async = IsolateExecutor(**kwargs)
+    def __init__(
+        self,
+        *,
+        timeout: int = DEFAULT_TIMEOUT_MS,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT_MB,
+        count_host_waits: bool = DEFAULT_COUNT_HOST_WAITS,
+        pool: PoolConfig | Mapping[str, Any] | None = None,
+        outbound: OutboundPolicy | Unset | None = UNSET,
+        modules: Mapping[str, ModuleSource] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES,
+        ceilings: Ceilings | Mapping[str, Any] | None = None,
+        child_env: Mapping[str, str] | None = None,
+        max_handles: int | None = None,
+        handle_idle_ttl: float = DEFAULT_HANDLE_IDLE_TTL_S,
+    ) -> None:
+        self._async = IsolateExecutor(
+            timeout=timeout,
+            memory_limit=memory_limit,
+            count_host_waits=count_host_waits,
+            pool=pool,
+            outbound=outbound,
+            modules=modules,
+            max_message_bytes=max_message_bytes,
+            max_log_entries=max_log_entries,
+            ceilings=ceilings,
+            child_env=child_env,
+            max_handles=max_handles,
+            handle_idle_ttl=handle_idle_ttl,
+        )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="codemode-executor", daemon=True)
         self._thread.start()
@@ -417,27 +484,65 @@ class SyncIsolateExecutor:
         future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result()
 
-    def execute(self, code: Any = None, **kwargs: Any) -> Outcome:
+    def execute(
+        self,
+        code: str,
+        *,
+        inputs: JSONValue | Unset = UNSET,
+        providers: Sequence[ProviderSpec] | None = None,
+        dispatch: Dispatch | None = None,
+        outbound: OutboundPolicy | Unset | None = UNSET,
+        modules: Mapping[str, ModuleSource] | Unset | None = UNSET,
+        timeout: float | Unset | None = UNSET,
+        count_host_waits: bool | Unset | None = UNSET,
+        retain_handles: bool = False,
+        on_log: LogCallback | None = None,
+    ) -> Outcome:
+        """:meth:`IsolateExecutor.execute`, blocking. ``on_log`` and the dispatch are
+        called on the executor's own thread."""
         if self._closed:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
-        result: Outcome = self._call(self._async.execute(code, **kwargs))
+        result: Outcome = self._call(
+            self._async.execute(
+                code,
+                inputs=inputs,
+                providers=providers,
+                dispatch=dispatch,
+                outbound=outbound,
+                modules=modules,
+                timeout=timeout,
+                count_host_waits=count_host_waits,
+                retain_handles=retain_handles,
+                on_log=on_log,
+            )
+        )
         return result
 
-    def invoke_handle(self, handle: str, request: Mapping[str, Any], **kwargs: Any) -> Outcome:
-        result: Outcome = self._call(self._async.invoke_handle(handle, request, **kwargs))
+    def invoke_handle(
+        self, handle: str, request: Mapping[str, object], *, timeout: float | Unset | None = UNSET
+    ) -> Outcome:
+        result: Outcome = self._call(self._async.invoke_handle(handle, request, timeout=timeout))
         return result
 
     def release_handle(self, handle: str) -> None:
         self._call(self._async.release_handle(handle))
 
-    def map(self, jobs: Jobs, **kwargs: Any) -> SyncBulkResults:
+    def map(
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: object
+    ) -> SyncBulkResults:
         """:meth:`IsolateExecutor.map` as a blocking iterator (the jobs are pulled on the
         executor's own thread). Leaving the loop early cancels the runs in flight."""
-        return iterate_sync(self._loop, self._async.map(jobs, **kwargs))
+        return iterate_sync(
+            self._loop, self._async.map(jobs, concurrency=concurrency, retry=retry, **options)
+        )
 
-    def map_ordered(self, jobs: Jobs, **kwargs: Any) -> SyncBulkResults:
+    def map_ordered(
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: object
+    ) -> SyncBulkResults:
         """:meth:`map` in input order."""
-        return iterate_sync(self._loop, self._async.map_ordered(jobs, **kwargs))
+        return iterate_sync(
+            self._loop, self._async.map_ordered(jobs, concurrency=concurrency, retry=retry, **options)
+        )
 
     @property
     def worker_pids(self) -> list[int]:

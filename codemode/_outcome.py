@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["LogEntry", "Outcome"]
+__all__ = ["LogEntry", "Outcome", "ProgramError"]
 
 
 class LogEntry(msgspec.Struct, frozen=True):
@@ -19,6 +19,36 @@ class LogEntry(msgspec.Struct, frozen=True):
         return {"level": self.level, "text": self.text}
 
 
+class ProgramError(msgspec.Struct, frozen=True):
+    """Where and how a program failed, beside :attr:`Outcome.error` (which stays the
+    sentence for the model).
+
+    ``name`` is the thrown error's name (``TypeError``, ``SyntaxError``; ``""`` for a value
+    that is not an error), ``message`` its message. ``line`` and ``column`` (1-based) are
+    where it was thrown, in ``code`` as the caller passed it to ``execute`` (the executor's
+    own wrapping taken off; ``None`` when no frame of the program is on the stack, e.g. a
+    rejected tool call that was never caught, or a value thrown from outside it). ``stack``
+    holds the program's own frames, innermost first, each ``at <function> (<where>:<line>:
+    <column>)`` where ``<where>`` is ``program`` or the specifier of one of the run's
+    modules; frames of the runtime and the standard library are left out.
+    """
+
+    name: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+    stack: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+            "stack": list(self.stack),
+        }
+
+
 class Outcome(msgspec.Struct, frozen=True):
     """What a run produced.
 
@@ -27,6 +57,9 @@ class Outcome(msgspec.Struct, frozen=True):
     out, ran out of memory or hit a ceiling (``None`` when it worked); ``logs`` keeps every
     console line written before the end, including before a throw or a timeout.
     ``handle`` names a retained isolate when the request asked for one.
+    ``error_detail`` says more about an error the program threw (:class:`ProgramError`:
+    its name, line, column and stack); ``None`` when it worked, or when the run ended at a
+    bound (time, memory, a ceiling) rather than by a throw.
 
     Metadata, filled in by ``map`` and :class:`codemode.RetryPolicy` (a plain ``execute``
     leaves the defaults): ``attempts`` is how many tries it took (1: the first served
@@ -43,6 +76,7 @@ class Outcome(msgspec.Struct, frozen=True):
     handle: str | None = None
     attempts: int = 1
     duration_ms: float | None = None
+    error_detail: ProgramError | None = None
 
     @property
     def ok(self) -> bool:
@@ -51,8 +85,9 @@ class Outcome(msgspec.Struct, frozen=True):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-compatible data: ``result``, ``error``, ``logs`` (each ``{level,
-        text}``), and ``handle``, ``attempts`` and ``duration_ms`` when they say something
-        (a handle was retained, more than one try, a measured duration)."""
+        text}``), and ``handle``, ``attempts``, ``duration_ms`` and ``error_detail`` when
+        they say something (a handle was retained, more than one try, a measured duration,
+        a program error's position)."""
         out: dict[str, Any] = {
             "result": self.result,
             "error": self.error,
@@ -64,4 +99,6 @@ class Outcome(msgspec.Struct, frozen=True):
             out["attempts"] = self.attempts
         if self.duration_ms is not None:
             out["duration_ms"] = self.duration_ms
+        if self.error_detail is not None:
+            out["error_detail"] = self.error_detail.to_dict()
         return out

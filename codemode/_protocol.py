@@ -9,7 +9,7 @@ Schema evolution: new fields get defaults; a field is never retyped or renamed.
 ::
 
     host ──Run/Reply/Cancel/Shutdown──▶ child
-    host ◀──Ready/Call/Fetch/Done/Recycle── child
+    host ◀──Ready/Call/Fetch/Log/Done/Recycle── child
 
 A standby child (started with its engine loaded, waiting to replace one that exits) says
 ``Waiting`` once loaded, then reads nothing but ``Adopt`` (or ``Shutdown``) until it is
@@ -24,7 +24,7 @@ from typing import Final
 
 import msgspec
 
-from ._outcome import LogEntry
+from ._outcome import LogEntry, ProgramError
 from ._request import Provider
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "HostMessage",
     "Idle",
     "Invoke",
+    "Log",
     "PipeFrames",
     "Ready",
     "Recycle",
@@ -79,6 +80,8 @@ class Run(msgspec.Struct, frozen=True, tag="run"):
     retain: bool = False  # keep the isolate if the program returns a request handler
     modules_key: str = ""  # content hash of the run's module bundle ("" = no loader)
     modules_bundle: str | None = None  # the bundle itself, sent once per child per key
+    inputs_json: str | None = None  # the entry function's one argument, as JSON (None: none)
+    stream_logs: bool = False  # send each kept log entry as a Log when it is written
 
 
 class Invoke(msgspec.Struct, frozen=True, tag="invoke"):
@@ -175,6 +178,15 @@ class Done(msgspec.Struct, frozen=True, tag="done"):
     error: str | None = None
     logs: tuple[LogEntry, ...] = ()
     settled: bool = True  # False: the engine may still be busy; wait for Idle (or an exit)
+    error_detail: ProgramError | None = None  # kind "throw": the program's name, position, stack
+
+
+class Log(msgspec.Struct, frozen=True, tag="log"):
+    """One log entry of a run that asked for them as they are written (``Run.stream_logs``):
+    sent as the child keeps it, so it is also in the run's ``Done.logs``."""
+
+    run_id: int
+    entry: LogEntry
 
 
 class Started(msgspec.Struct, frozen=True, tag="started"):
@@ -200,7 +212,7 @@ class Recycle(msgspec.Struct, frozen=True, tag="recycle"):
     reason: str
 
 
-ChildMessage = Ready | Started | Call | Fetch | Done | Idle | Recycle | Waiting
+ChildMessage = Ready | Started | Call | Fetch | Log | Done | Idle | Recycle | Waiting
 
 _encoder = msgspec.msgpack.Encoder()
 

@@ -23,6 +23,7 @@ __all__ = [
     "Dispatch",
     "Provider",
     "ResolvedRequest",
+    "check_inputs",
     "check_modules",
     "check_outbound",
     "resolve_request",
@@ -148,6 +149,8 @@ class ResolvedRequest:
     timeout_ms: int
     count_host_waits: bool
     retain_handles: bool
+    inputs_json: str | None = None
+    """The entry function's one argument as JSON text (None: it is called with none)."""
 
 
 def check_outbound(outbound: object) -> None:
@@ -157,6 +160,27 @@ def check_outbound(outbound: object) -> None:
             "outbound must be left out (the executor's network), None (no network) or a callable "
             f"policy, got {outbound!r}."
         )
+
+
+_inputs_encoder = msgspec.json.Encoder()
+
+
+def check_inputs(inputs: object) -> str | None:
+    """A request's ``inputs`` as the JSON text the entry function gets (None: left out).
+    InvalidRequest says what in it is not JSON data."""
+    if inputs is UNSET or inputs is None:
+        return None
+    try:
+        return _inputs_encoder.encode(inputs).decode()
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(
+            f"inputs contain a lone surrogate (U+{ord(exc.object[exc.start]):04X}), which cannot "
+            "be encoded as UTF-8 JSON; pass well-formed text."
+        ) from None
+    except (TypeError, msgspec.EncodeError, RecursionError, OverflowError) as exc:
+        raise InvalidRequest(
+            f"inputs must be JSON data (a dict, list, str, int, float, bool or None, nested freely); {exc}."
+        ) from None
 
 
 def check_modules(modules: object) -> Mapping[str, Any] | None:
@@ -206,6 +230,7 @@ def resolve_request(
     timeout: object = UNSET,
     count_host_waits: object = UNSET,
     retain_handles: object = False,
+    inputs: object = UNSET,
     default_outbound: Any = UNSET,
     default_modules: Mapping[str, Any] | None = None,
 ) -> ResolvedRequest:
@@ -253,8 +278,11 @@ def resolve_request(
         resolved_modules = None
     else:
         resolved_modules = check_modules(modules)
+    inputs_json = check_inputs(inputs)
     size = len(code.encode("utf-8", "surrogatepass"))
     size += sum(len(p.name) + sum(len(t) for t in p.tools) for p in provider_list)
+    if inputs_json is not None:
+        size += len(inputs_json.encode("utf-8"))
     if resolved_modules:
         try:
             size += len(msgspec.json.encode(dict(resolved_modules)))
@@ -265,7 +293,7 @@ def resolve_request(
     if size > config.ceilings.max_request_bytes:
         raise InvalidRequest(
             f"the request is {size} bytes, above the operator ceiling max_request_bytes="
-            f"{config.ceilings.max_request_bytes}; send less code or fewer modules."
+            f"{config.ceilings.max_request_bytes}; send less code, fewer modules or smaller inputs."
         )
     return ResolvedRequest(
         code=code,
@@ -276,4 +304,5 @@ def resolve_request(
         timeout_ms=timeout_ms,
         count_host_waits=chw,
         retain_handles=retain_handles,
+        inputs_json=inputs_json,
     )

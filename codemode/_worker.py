@@ -29,7 +29,7 @@ from ._eager import EagerStarter
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
 from ._mark import StartedMark
 from ._nesting import RESULT_TOO_DEEP, fresh_stack
-from ._outcome import Outcome
+from ._outcome import LogEntry, Outcome
 from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
     MAX_FRAME_BYTES,
@@ -43,6 +43,7 @@ from ._protocol import (
     FrameTooLarge,
     Idle,
     Invoke,
+    Log,
     PipeFrames,
     Ready,
     Recycle,
@@ -115,6 +116,9 @@ class ActiveRun:
     forward: Callable[[Call, Callable[[str], object]], None] | None = None
     """Set when the run's dispatch is a Forwarder (``_dispatch.py``): its calls are handed
     on, and each answer comes back through a callback, with no coroutine of its own."""
+    on_log: Callable[[LogEntry], None] | None = None
+    """Told of each log entry the child sends as it is written (the run asked for them:
+    ``Run.stream_logs``); must not raise."""
     open_calls: set[int] = field(default_factory=set)
     paused_since: float | None = None
     paused_total: float = 0.0
@@ -515,6 +519,10 @@ class Worker:
                     self.run.started = True
             case Fetch():
                 self._on_fetch(message)
+            case Log(run_id=run_id, entry=entry):
+                active = self.run
+                if active is not None and active.msg.run_id == run_id and active.on_log is not None:
+                    active.on_log(entry)
             case Done():
                 self._on_done(message)
             case Waiting():
@@ -689,7 +697,15 @@ class Worker:
             self.retained = None
         elif not active.future.done():
             handle = str(done.run_id) if done.kind == "handle" else None
-            active.future.set_result(Outcome(result=result, error=error, logs=list(done.logs), handle=handle))
+            active.future.set_result(
+                Outcome(
+                    result=result,
+                    error=error,
+                    logs=list(done.logs),
+                    handle=handle,
+                    error_detail=done.error_detail if error == done.error else None,
+                )
+            )
         if done.kind == "handle":
             self.retained = done.run_id
             if active.future.cancelled():

@@ -41,7 +41,7 @@ def test_every_line_gets_one_record_and_bad_lines_are_named(tmp_path: Path) -> N
             {"id": "a", "code": "async () => 6 * 7"},
             "{not json",
             {"id": "b", "code": "async () => { console.log('hi'); throw new Error('no such order') }"},
-            {"id": "c", "code": "async () => 1", "inputs": {"x": 1}},
+            {"id": "c", "code": "async ({ x }) => x + 1", "inputs": {"x": 1}},
             {"id": "a", "code": "async () => 0"},
             {
                 "id": 7,
@@ -54,16 +54,17 @@ def test_every_line_gets_one_record_and_bad_lines_are_named(tmp_path: Path) -> N
     done = batch("in.jsonl", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # bad lines, no fault
     by_id = {r["id"]: r for r in records(tmp_path / "out.jsonl")}
-    assert set(by_id) == {"a", "b", 7}
+    assert set(by_id) == {"a", "b", "c", 7}
+    assert by_id["c"]["result"] == 2  # a line's inputs are the entry function's argument
     assert by_id["a"]["result"] == 42 and by_id["a"]["error"] is None and by_id["a"]["attempts"] == 1
     assert "no such order" in by_id["b"]["error"] and by_id["b"]["logs"] == [{"level": "log", "text": "hi"}]
+    assert by_id["b"]["error_detail"]["line"] == 1 and by_id["b"]["error_detail"]["name"] == "Error"
     assert by_id[7]["error"].startswith("Execution timed out at its 300 ms bound.")
     err = done.stderr
     assert "in.jsonl, line 2: not JSON" in err
-    assert "line 4: id 'c': inputs are not supported" in err
     assert "line 5: id 'a' already appeared on line 1" in err
     assert "line 7: id must be a string or an integer" in err
-    assert "3 lines run" in err and "1 ok, 2 program errors, 0 faults" in err
+    assert "4 lines run" in err and "2 ok, 2 program errors, 0 faults" in err
 
 
 def test_a_fault_that_remains_is_recorded_and_fails_the_batch(tmp_path: Path) -> None:

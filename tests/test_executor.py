@@ -197,7 +197,8 @@ def test_values_that_cannot_cross_give_a_clear_error(
 
 def test_throw_comes_back_as_error_not_exception(executor: SyncIsolateExecutor) -> None:
     outcome = executor.execute('async () => { throw new Error("nope") }')
-    assert outcome == Outcome(result=None, error="nope", logs=[])
+    assert (outcome.result, outcome.error, outcome.logs) == (None, "nope", [])
+    assert outcome.error_detail is not None and outcome.error_detail.name == "Error"
     assert executor.execute("async () => { throw 'plain' }").error == "plain"
     assert executor.execute("async () => { await null; throw new TypeError('late') }").error == "late"
 
@@ -338,9 +339,8 @@ def test_only_installed_names_exist(executor: SyncIsolateExecutor) -> None:
         "Buffer": "undefined",
         "WebSocket": "undefined",
     }
-    assert executor.execute("async () => process.version") == Outcome(
-        result=None, error="process is not defined", logs=[]
-    )
+    outcome = executor.execute("async () => process.version")
+    assert (outcome.result, outcome.error, outcome.logs) == (None, "process is not defined", [])
 
 
 def test_installed_timers_and_microtasks(executor: SyncIsolateExecutor) -> None:

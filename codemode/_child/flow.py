@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .. import _texts
+from .._outcome import ProgramError
+from .._positions import program_error
 from .._protocol import Fetch, Run
 from .lines import TAMPERED, SentCall, decode_lines, well_shaped
 
@@ -148,6 +150,19 @@ class Flow:
         elif self.read_journal_into(state):
             self.take_messages(state, [["d", text]])
 
+    def _threw(self, state: RunState, text: str, name: str, stack: str, *, compiling: bool) -> None:
+        """The program threw: its message is the run's error, its position and own frames
+        the error's detail (in the code as the host sent it: see codemode/_positions.py)."""
+        code = state.msg.code if isinstance(state.msg, Run) else ""
+        message = _texts.well_formed(text)
+        try:
+            detail = program_error(
+                _texts.well_formed(name), message, _texts.well_formed(stack), code, compiling=compiling
+            )
+        except Exception:  # (a detail that cannot be read costs the detail, not the run)
+            detail = ProgramError(name=_texts.well_formed(name), message=message)
+        self.runner.finish(state, "throw", error=text, detail=detail)
+
     def drain_journal(self, state: RunState) -> None:
         """Take what the isolate wrote before the run ended (it may be wedged now)."""
         if not state.isolate.closed:
@@ -196,5 +211,7 @@ class Flow:
             elif tag == "e":
                 kind = m[2] if m[2] in ("ceiling", "memory") else "throw"
                 self.runner.finish(state, kind, error=m[1])
+            elif tag == "t":
+                self._threw(state, m[1], m[2], m[3], compiling=m[4] == 1)
             elif tag == "h" and isinstance(state.msg, Run) and state.msg.retain:
                 self.runner.finish(state, "handle")

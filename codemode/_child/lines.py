@@ -11,7 +11,9 @@ call's path, so the reading is worth its own place. A tag and its fields::
     ["f", call_id, request_json]     an outbound request
     ["d", result_json | null]        the result
     ["D"]                            the result waits in the isolate (a take brings it)
-    ["e", text, kind]                the run failed
+    ["e", text, kind]                the run failed (at a bound, or with its result)
+    ["t", text, name, stack, compiling]   the program threw (compiling: 1 if its code did
+                                     not compile)
     ["h"]                            the run returned a request handler
 """
 
@@ -58,6 +60,7 @@ _SHAPES: dict[str, tuple[tuple[type, ...], ...]] = {
     "d": ((str, type(None)),),
     "D": (),
     "e": ((str,), (str,)),
+    "t": ((str,), (str,), (str,), (int,)),
     "h": (),
 }
 """Each message's types after its tag, exactly: lines are decoded to plain lists, strings

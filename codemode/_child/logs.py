@@ -9,6 +9,8 @@ the end says how much was dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .. import _texts
 from .._outcome import LogEntry
 
@@ -34,10 +36,12 @@ def log_text(text: str, limit: int) -> str:
 class RunLogs:
     """One run's log entries, within the child's budget of text."""
 
-    __slots__ = ("_bytes", "_dropped", "_line_limit", "_max_bytes", "entries")
+    __slots__ = ("_bytes", "_dropped", "_line_limit", "_max_bytes", "entries", "on_entry")
 
-    def __init__(self, max_message_bytes: int) -> None:
+    def __init__(self, max_message_bytes: int, on_entry: Callable[[LogEntry], None] | None = None) -> None:
         self.entries: list[LogEntry] = []
+        self.on_entry = on_entry
+        """Told of each entry as it is kept (the run streams its logs: ``Run.stream_logs``)."""
         self._line_limit = max_message_bytes
         self._max_bytes = LOG_BUDGET_MESSAGES * max_message_bytes
         self._bytes = 0
@@ -51,12 +55,17 @@ class RunLogs:
             self._dropped += 1
             return
         self._bytes += size
-        self.entries.append(LogEntry(_texts.well_formed(level), text))
+        self._keep(LogEntry(_texts.well_formed(level), text))
+
+    def _keep(self, entry: LogEntry) -> None:
+        self.entries.append(entry)
+        if self.on_entry is not None:
+            self.on_entry(entry)
 
     def final(self) -> tuple[LogEntry, ...]:
         """The entries to report, with the warning of what the budget dropped, if anything."""
         if self._dropped:
-            self.entries.append(
+            self._keep(
                 LogEntry(
                     "warn",
                     (

@@ -20,14 +20,15 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .. import _texts
 from .._mark import ChildMark
-from .._protocol import Done, Idle, Invoke, Recycle, Run, Started
+from .._outcome import LogEntry, ProgramError
+from .._protocol import Done, Idle, Invoke, Log, Recycle, Run, Started
 from .._request import Provider
 from .limits import MEMORY_POLL_S, MemoryWatch
 from .logs import RunLogs
@@ -50,16 +51,29 @@ _BOUNDS = ("timeout", "memory")
 """The kinds of end that stop the engine (the run hit a bound)."""
 
 
+def _stream_log(send: Callable[[Log], None], run_id: int, entry: LogEntry) -> None:
+    """A kept log entry, to the host as it is written (the run streams its logs)."""
+    send(Log(run_id, entry))
+
+
 class RunState:
     """Everything one run owns in the child; discarded with its isolate."""
 
     def __init__(
-        self, msg: Run | Invoke, isolate: Any, providers: tuple[Provider, ...], max_message_bytes: int
+        self,
+        msg: Run | Invoke,
+        isolate: Any,
+        providers: tuple[Provider, ...],
+        max_message_bytes: int,
+        send_log: Callable[[Log], None] | None = None,
     ) -> None:
         self.msg = msg
         self.isolate = isolate
         self.providers = providers
-        self.logs = RunLogs(max_message_bytes)
+        on_entry = None
+        if send_log is not None and isinstance(msg, Run) and msg.stream_logs:
+            on_entry = functools.partial(_stream_log, send_log, msg.run_id)
+        self.logs = RunLogs(max_message_bytes, on_entry)
         self.inbox: list[list[Any]] = []
         self.open_calls: set[int] = set()
         self.paused_since: float | None = None
@@ -154,9 +168,10 @@ class Runner:
                     msg.network,
                     msg.retain,
                     self._bundle(msg),
+                    msg.inputs_json,
                 ]
             ).decode()
-        state = RunState(msg, isolate, providers, self.max_message_bytes)
+        state = RunState(msg, isolate, providers, self.max_message_bytes, self._send)
         self.current = state
         self._connect(state)
         self.check_clock(state)
@@ -269,7 +284,13 @@ class Runner:
     # ---- the end --------------------------------------------------------------------
 
     def finish(
-        self, state: RunState, kind: str, *, result_json: str | None = None, error: str | None = None
+        self,
+        state: RunState,
+        kind: str,
+        *,
+        result_json: str | None = None,
+        error: str | None = None,
+        detail: ProgramError | None = None,
     ) -> None:
         """Report the run to the host at once; cleanup happens after, off its clock."""
         if state.done:
@@ -281,7 +302,7 @@ class Runner:
         self.flow.drain_journal(state)
         if error is not None:
             error = _texts.well_formed(error)
-        done = Done(state.msg.run_id, kind, result_json, error, state.logs.final(), False)
+        done = Done(state.msg.run_id, kind, result_json, error, state.logs.final(), False, detail)
         entry = state.entry
         if kind in _BOUNDS or entry is None or entry.done():
             self.report(state, done)

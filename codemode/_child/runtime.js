@@ -34,7 +34,9 @@
 //                   ["l", level, text]                     one log entry
 //                   ["d", resultJson|null]                 run finished with a value
 //                   ["D"]                                  ... a long one: the child takes it
-//                   ["e", errorText, kind]                 run failed (throw, ceiling)
+//                   ["e", errorText, kind]                 run failed (ceiling, memory, result)
+//                   ["t", errorText, name, stack, compiling]  the program threw (compiling:
+//                                                          1 when its code did not compile)
 // Inbox messages:   [id, body]                             reply to a call or fetch
 //
 // Built-ins used here are captured now, so a program that monkeypatches them later can
@@ -682,13 +684,35 @@
   });
   // Allocation failures V8 reports as catchable RangeErrors are the memory bound too.
   const allocationFailure = /^(Invalid string length|Array buffer allocation failed|Invalid typed array length|Maximum Buffer size)/;
-  const fail = (function fail(e) {
+  // What a thrown value says of itself beyond its message: its name and its stack text
+  // (the child keeps the program's own frames of it: codemode/_positions.py). Read in a
+  // try: a program may have made either a throwing getter.
+  const errorName = (function errorName(e) {
+    try {
+      if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
+        const name = e.name;
+        return typeof name === 'string' ? name : '';
+      }
+    } catch (inner) { /* no name */ }
+    return '';
+  });
+  const errorStack = (function errorStack(e) {
+    try {
+      if (e !== null && typeof e === 'object') {
+        const stack = e.stack;
+        if (typeof stack === 'string') return stack.length > maxStack ? stack.slice(0, maxStack) : stack;
+      }
+    } catch (inner) { /* no stack */ }
+    return '';
+  });
+  const maxStack = config.maxStackChars;
+  const fail = (function fail(e, compiling) {
     const text = errorText(e);
     if (e instanceof RangeErrorCtor && allocationFailure.test(text)) {
       finish(['e', texts.memory, 'memory']);
       return;
     }
-    finish(['e', text, 'throw']);
+    finish(['t', text, errorName(e), errorStack(e), compiling === true ? 1 : 0]);
   });
 
   // ---- start ---------------------------------------------------------------------
@@ -701,6 +725,7 @@
     network = payload[2];
     retain = payload[3] === true;
     const bundle = payload[4];
+    const inputsJson = payload[5];
     for (let i = 0; i < providers.length; i++) {
       const name = providers[i][0];
       const tools = providers[i][1];
@@ -717,8 +742,11 @@
       }
     }
     let fn;
+    let inputs;
     try {
-      fn = indirectEval('(' + code + '\n)');
+      if (typeof inputsJson === 'string') inputs = JSONparse(inputsJson);
+      // Under its own source URL, so that its frames can be told from the runtime's.
+      fn = indirectEval('(' + code + '\n)\n//# sourceURL=' + config.programUrl);
     } catch (e) {
       if (e instanceof SyntaxError) {
         // The hint only helps when the code is statements (it compiles as a function
@@ -728,7 +756,7 @@
           indirectEval('(async function () {\n' + code + '\n})');
           statements = true;
         } catch (inner) { /* not a function body either */ }
-        fail(statements ? new SyntaxError(`${errorText(e)}. ${texts.entryForm}`) : e);
+        fail(statements ? new SyntaxError(`${errorText(e)}. ${texts.entryForm}`) : e, true);
       } else {
         fail(e);
       }
@@ -741,7 +769,8 @@
     }
     let value;
     try {
-      value = fn();
+      // The run's inputs, when it has any, are the entry function's one argument.
+      value = typeof inputsJson === 'string' ? fn(inputs) : fn();
     } catch (e) {
       fail(e);
       return;

@@ -15,6 +15,7 @@ from importlib import resources
 import msgspec
 
 from .. import _texts
+from .._positions import MAX_STACK_CHARS, PROGRAM_URL
 from .._protocol import SNAPSHOT_TURNED_OFF
 from ..stdlib import blank_comment_lines
 
@@ -128,6 +129,8 @@ def config_json(
             "texts": texts,
             "userAgent": USER_AGENT,
             "copierRequest": COPIER_REQUEST,
+            "programUrl": PROGRAM_URL,
+            "maxStackChars": MAX_STACK_CHARS,
             "modules": stdlib_modules,
         }
     ).decode()
