@@ -10,7 +10,9 @@
     codemode mcp --config FILE   serve an execute tool over MCP (needs the ``mcp`` extra)
 
 ``run`` prints the outcome as one JSON object on stdout,
-``{"result": ..., "error": ..., "logs": [{"level": ..., "text": ...}]}``, and exits with
+``{"result": ..., "error": ..., "logs": [{"level": ..., "text": ...}]}`` (with
+``"error_detail": {"name", "message", "line", "column", "stack"}`` when the program threw),
+and exits with
 
 - ``0`` when the program succeeded,
 - ``1`` when the outcome carries an ``error`` (the program threw, timed out, ran out of
@@ -20,7 +22,8 @@
 
 Options: ``--timeout MS``, ``--memory MB``, ``--normalize`` (pass the text through
 :func:`codemode.normalize_code` first, so a fenced block or a bare expression runs),
-``--no-network`` (``outbound=None``: fetch rejects with the declared text).
+``--no-network`` (``outbound=None``: fetch rejects with the declared text), ``--inputs
+JSON`` or ``--inputs-file PATH`` (JSON passed to the entry function as its one argument).
 """
 
 from __future__ import annotations
@@ -88,6 +91,13 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="turn model output (a fence, a bare expression, ...) into the entry form first",
     )
+    given = run.add_mutually_exclusive_group()
+    given.add_argument(
+        "--inputs",
+        metavar="JSON",
+        help="JSON passed to the entry function as its one argument: async ({ id }) => ...",
+    )
+    given.add_argument("--inputs-file", metavar="PATH", help="--inputs read from a file")
     run.add_argument(
         "--no-network",
         action="store_true",
@@ -127,7 +137,35 @@ def _read_program(args: argparse.Namespace, stdin: TextIO) -> str:
         raise _UsageError(f"cannot read {path}: it is not UTF-8 text") from None
 
 
-async def _execute(code: str, args: argparse.Namespace) -> Any:
+_NO_INPUTS = object()
+
+
+def _read_inputs(args: argparse.Namespace) -> Any:
+    """The run's inputs from --inputs or --inputs-file, as JSON data (``_NO_INPUTS``: none)."""
+    if args.inputs is not None:
+        text, where = str(args.inputs), "--inputs"
+    elif args.inputs_file is not None:
+        path = str(args.inputs_file)
+        where = f"--inputs-file {path}"
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise _UsageError(f"cannot read {path}: it is not UTF-8 text") from None
+    else:
+        return _NO_INPUTS
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"{where} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "pass a JSON value such as '{\"orderId\": 7}'"
+        ) from None
+
+
+async def _execute(code: str, args: argparse.Namespace, inputs: Any = _NO_INPUTS) -> Any:
     from ._executor import IsolateExecutor
 
     settings: dict[str, Any] = {"pool": {"max_workers": 1, "max_queue": 1}}
@@ -138,6 +176,8 @@ async def _execute(code: str, args: argparse.Namespace) -> Any:
     request: dict[str, Any] = {}
     if args.no_network:
         request["outbound"] = None
+    if inputs is not _NO_INPUTS:
+        request["inputs"] = inputs
     async with IsolateExecutor(**settings) as executor:
         return await executor.execute(code, **request)
 
@@ -148,6 +188,7 @@ def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO
 
     try:
         code = _read_program(args, stdin)
+        inputs = _read_inputs(args)
         if args.normalize:
             try:
                 code = normalize_code(code)
@@ -162,7 +203,7 @@ def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO
         print(f"codemode run: {exc}", file=stderr)
         return EXIT_FAULT
     try:
-        outcome = asyncio.run(_execute(code, args))
+        outcome = asyncio.run(_execute(code, args, inputs))
     except ExecutorError as exc:
         started = "the program had started" if exc.started else "no program code ran"
         print(
@@ -182,6 +223,8 @@ def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO
         "error": outcome.error,
         "logs": [{"level": entry.level, "text": entry.text} for entry in outcome.logs],
     }
+    if outcome.error_detail is not None:
+        payload["error_detail"] = outcome.error_detail.to_dict()
     text = json.dumps(payload, ensure_ascii=False)
     try:
         text.encode(stdout.encoding or "utf-8")

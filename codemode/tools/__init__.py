@@ -7,14 +7,16 @@ the function runs.
 - ``_typescript.py``: TypeScript declarations from specs;
 - ``_prompt.py``: the prompt block;
 - ``_check.py``: a call's arguments against the declaration;
+- ``_approval.py``: approvals, a host's yes or no to each call of a tool that needs one;
 - ``_registry.py``: :class:`ToolRegistry`, the dispatch that serves them.
 """
 
 from __future__ import annotations
 
+from ._approval import Approve, ToolCall
 from ._prompt import prompt_block
 from ._registry import ToolRegistry
 from ._spec import ToolSpec
 from ._typescript import typescript_declarations
 
-__all__ = ["ToolRegistry", "ToolSpec", "prompt_block", "typescript_declarations"]
+__all__ = ["Approve", "ToolCall", "ToolRegistry", "ToolSpec", "prompt_block", "typescript_declarations"]

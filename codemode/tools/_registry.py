@@ -10,6 +10,8 @@ threads (never on the loop, where one blocking tool would hold every run).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,6 +20,7 @@ import msgspec
 
 from .._dispatch import DispatchFunction, Router, tool_error
 from .._request import Provider
+from ._approval import Approve, ToolCall, ask
 from ._check import ArgumentMismatch, ObjectArguments, PositionalArguments
 from ._infer import read_signature
 from ._prompt import prompt_block
@@ -44,10 +47,17 @@ class _Tool:
     """One served tool: its spec, its function, and how a call's arguments become the
     function's (checked first; a mismatch never reaches the function)."""
 
-    __slots__ = ("_arguments", "_fn", "_signature", "is_async", "spec")
+    __slots__ = ("_arguments", "_fn", "_signature", "approval", "is_async", "spec")
 
-    def __init__(self, spec: ToolSpec, fn: ToolFunction, arguments: PositionalArguments | ObjectArguments):
+    def __init__(
+        self,
+        spec: ToolSpec,
+        fn: ToolFunction,
+        arguments: PositionalArguments | ObjectArguments,
+        approval: bool = False,
+    ):
         self.spec = spec
+        self.approval = approval
         self._fn = fn
         self._arguments = arguments
         self._signature: str | None = None
@@ -94,17 +104,40 @@ class _Tool:
             return tool_error(str(refusal))
         return self._answer(value)
 
+    async def serve_approved(self, approve: Approve, provider: str, tool: str, args_json: str) -> str:
+        """A call of a tool that needs approval: its arguments checked, then ``approve``
+        asked, then (on True) the tool run, on the loop or on a thread as it is async or not."""
+        try:
+            values = self._values(args_json)
+        except ArgumentMismatch as exc:
+            return self._mismatch(exc)
+        call = ToolCall(provider, tool, msgspec.json.decode(args_json), self.spec)
+        rejected = await ask(approve, call)
+        if rejected is not None:
+            return tool_error(rejected)
+        try:
+            if self.is_async:
+                value = await self._fn(*values)
+            else:
+                value = await asyncio.to_thread(self._fn, *values)
+        except Refusal as refusal:
+            return tool_error(str(refusal))
+        return self._answer(value)
+
 
 class _RegistryDispatch(Router):
     """The registry as a dispatch: a lookup per call, the executor runs what it finds."""
 
-    def __init__(self, tools: Mapping[tuple[str, str], _Tool]) -> None:
+    def __init__(self, tools: Mapping[tuple[str, str], _Tool], approve: Approve | None) -> None:
         self._tools = tools
+        self._approve = approve
 
     def route(self, provider: str, tool: str) -> tuple[DispatchFunction, bool]:
         found = self._tools.get((provider, tool))
         if found is None:
             return self._unknown, True
+        if found.approval and self._approve is not None:
+            return functools.partial(found.serve_approved, self._approve), True
         if found.is_async:
             return found.serve_async, True
         return found.serve, False
@@ -139,13 +172,19 @@ class ToolRegistry:
     function's return value (sync or async) becomes ``{"result": ...}``. A function that
     raises :class:`ToolRegistry.Refusal` sends its text to the program; any other exception
     sends a short message naming the tool, never a traceback.
+
+    A tool added with ``approval=True`` runs only when ``approve`` (given to the registry)
+    answers True for that call; see ``_approval.py`` and docs/agents.md, "Approvals".
     """
 
     Refusal = Refusal
 
-    def __init__(self) -> None:
+    def __init__(self, *, approve: Approve | None = None) -> None:
+        if approve is not None and not callable(approve):
+            raise ValueError(f"approve must be a callable (call) -> bool, got {approve!r}.")
         self._tools: dict[tuple[str, str], _Tool] = {}
-        self.dispatch: Router = _RegistryDispatch(self._tools)
+        self._approve = approve
+        self.dispatch: Router = _RegistryDispatch(self._tools, approve)
         """Pass as ``dispatch=``: sync tools run on the executor's dispatch threads."""
 
     def tool(
@@ -156,11 +195,21 @@ class ToolRegistry:
         description: str | None = None,
         parameters: JSONSchema | None = None,
         result: JSONSchema | None = None,
+        approval: bool = False,
     ) -> Callable[[ToolFunction], ToolFunction]:
-        """Register the decorated function as ``provider.name`` (its own name by default)."""
+        """Register the decorated function as ``provider.name`` (its own name by default);
+        ``approval=True``: each call waits for the registry's ``approve``."""
 
         def register(fn: ToolFunction) -> ToolFunction:
-            self.add(provider, name, fn, description=description, parameters=parameters, result=result)
+            self.add(
+                provider,
+                name,
+                fn,
+                description=description,
+                parameters=parameters,
+                result=result,
+                approval=approval,
+            )
             return fn
 
         return register
@@ -174,14 +223,23 @@ class ToolRegistry:
         description: str | None = None,
         parameters: JSONSchema | None = None,
         result: JSONSchema | None = None,
+        approval: bool = False,
     ) -> ToolSpec:
         """Serve ``fn`` as ``provider.name`` and return how it is described. Raises
         ValueError when the tool cannot be described (names that are not identifiers, a
-        type without a JSON Schema, a signature a program cannot call)."""
+        type without a JSON Schema, a signature a program cannot call), or needs approval
+        from a registry made without ``approve``."""
         if not callable(fn):
             raise ValueError(f"A tool must be a function, got {type(fn).__name__}.")
         name = name if name is not None else getattr(fn, "__name__", "")
         where = f"the tool {provider}.{name}"
+        if not isinstance(approval, bool):
+            raise ValueError(f"approval for {where} must be True or False, got {approval!r}.")
+        if approval and self._approve is None:
+            raise ValueError(
+                f"{where} needs approval, but this registry has no approve callback: make it "
+                "as ToolRegistry(approve=...), a function (call) -> bool, sync or async."
+            )
         arguments: PositionalArguments | ObjectArguments
         if parameters is not None:
             spec = ToolSpec(
@@ -206,8 +264,12 @@ class ToolRegistry:
                 arguments = PositionalArguments(signature.positional)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"The arguments of {where} cannot be checked: {exc}.") from None
-        self._tools[(spec.provider, spec.name)] = _Tool(spec, fn, arguments)
+        self._tools[(spec.provider, spec.name)] = _Tool(spec, fn, arguments, approval)
         return spec
+
+    def needs_approval(self) -> set[tuple[str, str]]:
+        """The ``(provider, tool)`` of every tool whose calls wait for ``approve``."""
+        return {key for key, tool in self._tools.items() if tool.approval}
 
     def specs(self) -> list[ToolSpec]:
         """Every tool served, as the model is told about it, in the order added."""
