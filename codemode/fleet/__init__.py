@@ -24,7 +24,7 @@ Layout::
     _errors.py     Redis/kombu errors as BROKER_UNREACHABLE; the fleet's sentences
     testing.py     a private redis-server and worker processes, for tests and benchmarks
 
-Settings come from ``broker_config`` (environment variables, ``CODEMODE_REDIS_URL`` first).
+Settings come from ``settings.py`` (environment variables, ``CODEMODE_REDIS_URL`` first).
 """
 
 from ._client import FleetExecutor

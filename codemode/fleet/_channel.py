@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from broker_config import MAX_BLOCKING_WAIT_S
-
 from ._link import Links, pack
+from .settings import MAX_BLOCKING_WAIT_S
 
 __all__ = ["blocking_wait", "packed_push", "pop", "popped", "push"]
 

@@ -36,8 +36,6 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from broker_config import WORKER_QUEUE_PREFIX, BrokerSettings
-
 from .._bulk import BulkResults, Jobs, RetryArg, map_jobs, map_jobs_ordered
 from .._config import (
     DEFAULT_COUNT_HOST_WAITS,
@@ -71,6 +69,7 @@ from ._producer import CeleryMessages, queue_key
 from ._scripts import FleetScripts
 from ._session import JobSession
 from ._wire import HANDLES_SCHEMA_VERSION, JOB_SCHEMA_VERSION, JobSpec, Network
+from .settings import WORKER_QUEUE_PREFIX, BrokerSettings
 
 __all__ = ["FleetExecutor"]
 
@@ -117,7 +116,7 @@ def _json_data(modules: Mapping[str, Any]) -> dict[str, Any]:
 
 
 MAX_QUEUE_TIMEOUT_MS = 300_000
-"""The longest ``queue_timeout``: ``broker_config.MAX_JOB_SECONDS`` (which the visibility
+"""The longest ``queue_timeout``: ``settings.MAX_JOB_SECONDS`` (which the visibility
 timeout must exceed) counts five minutes of waiting in the queue."""
 MAX_FLEET_JOBS = 1_000_000
 """The largest ``max_jobs``: each admitted job holds an entry in the admission set and may
@@ -187,7 +186,7 @@ class FleetExecutor:
         overrides = _fleet_overrides(redis_url, queue_timeout, max_jobs, queue)
         if settings is not None and not isinstance(settings, BrokerSettings):
             raise InvalidRequest(
-                f"settings must be a broker_config.BrokerSettings or None, got {type(settings).__name__}."
+                f"settings must be a codemode.fleet.settings.BrokerSettings or None, got {type(settings).__name__}."
             )
         try:
             base = settings if settings is not None else BrokerSettings.from_env()

@@ -40,8 +40,6 @@ import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from broker_config import BrokerSettings
-
 from .. import _texts
 from .._config import UNSET
 from .._dispatch import CallMessage, Forwarder, tool_error
@@ -82,6 +80,7 @@ from ._wire import (
     encode,
     job_from_celery,
 )
+from .settings import BrokerSettings
 
 __all__ = ["JobRunner"]
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker_config import WORKER_QUEUE_PREFIX
+from .settings import WORKER_QUEUE_PREFIX
 
 __all__ = ["JobKeys", "admission_key", "dead_letter_key", "host_key", "worker_key", "worker_queue"]
 

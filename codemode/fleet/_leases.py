@@ -30,10 +30,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from broker_config import BrokerSettings
-
 from ._beat import BeatThread
 from ._errors import BROKER_ERRORS
+from .settings import BrokerSettings
 
 __all__ = ["LeaseKeeper"]
 

@@ -20,7 +20,7 @@ script also makes the two one step: an admitted job is always queued, and a refu
 never is. ``tests/fleet/test_producer.py`` checks the bytes against a real ``send_task``.
 
 The key a queue's messages live under is kombu's: the queue's name (priority 0; no
-``global_keyprefix`` is configured, see ``broker_config``).
+``global_keyprefix`` is configured, see ``settings.py``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ from typing import Any, Final
 
 import msgspec
 
-from broker_config import TASK_NAME, BrokerSettings
-
 from .._faults import InvalidRequest
 from ._wire import JobSpec
+from .settings import TASK_NAME, BrokerSettings
 
 __all__ = ["MAX_QUEUE_MESSAGE_BYTES", "CeleryMessages", "queue_key", "transport_bytes"]
 

@@ -32,11 +32,10 @@ from typing import Any
 
 import redis.exceptions
 
-from broker_config import MAX_BLOCKING_WAIT_S
-
 from ._channel import popped
 from ._errors import BROKER_ERRORS
 from ._link import Link, Links, ahead_sink, pack, reply_error
+from .settings import MAX_BLOCKING_WAIT_S
 
 __all__ = ["DownReader"]
 

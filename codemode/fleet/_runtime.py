@@ -29,14 +29,13 @@ import socket
 import threading
 from typing import Any
 
-from broker_config import BrokerSettings, WorkerSettings
-
 from .._config import UNSET, Ceilings
 from .._executor import IsolateExecutor
 from ._client import make_client
 from ._errors import BROKER_ERRORS
 from ._jobrunner import JobRunner
 from ._keys import worker_queue
+from .settings import BrokerSettings, WorkerSettings
 
 __all__ = ["WorkerRuntime"]
 

@@ -33,8 +33,6 @@ import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
-
 from .. import _texts
 from .._dispatch import Dispatcher, RunThreads
 from .._eager import EagerStarter
@@ -62,6 +60,7 @@ from ._wire import (
     decode_up,
     encode,
 )
+from .settings import MAX_BLOCKING_WAIT_S, BrokerSettings
 
 __all__ = ["JobSession", "run_policy"]
 

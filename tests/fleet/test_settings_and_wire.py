@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from broker_config import (
     SettingsError,
     WorkerSettings,
 )
-from codemode import JobExpired, Outcome
+from codemode import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS, JobExpired, Outcome
 from codemode._faults import FaultData
 from codemode._outbound import OutboundRequest
 from codemode.fleet._channel import pop, push
@@ -44,6 +45,7 @@ from codemode.fleet._wire import (
     job_to_celery,
 )
 from codemode.fleet.testing import RedisServer
+from workers.cli import main as worker_main
 
 pytestmark = pytest.mark.fleet
 
@@ -135,6 +137,34 @@ def test_settings_come_from_the_environment_and_refuse_nonsense() -> None:
     with pytest.raises(SettingsError):
         WorkerSettings(pool="prefork")
     assert WorkerSettings.from_env({"CODEMODE_WORKER_CONCURRENCY": "3"}).concurrency == 3
+
+
+@pytest.mark.parametrize(
+    ("env", "sentence"),
+    [
+        ({"CODEMODE_WORKER_MEMORY_MB": "4097"}, "CODEMODE_WORKER_MEMORY_MB must be from 16 to 4096"),
+        (
+            {"CODEMODE_WORKER_CONCURRENCY": "120", "CODEMODE_WORKER_MAX_HANDLES": "9"},
+            "CODEMODE_WORKER_CONCURRENCY plus CODEMODE_WORKER_MAX_HANDLES must be at most 128",
+        ),
+        (
+            {"CODEMODE_WORKER_MAX_TIMEOUT_MS": "3600001"},
+            "CODEMODE_WORKER_MAX_TIMEOUT_MS must be at most 3600000",
+        ),
+    ],
+)
+def test_a_worker_its_isolate_pool_would_refuse_stops_at_start(
+    env: dict[str, str], sentence: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bounds the isolate pool applies are the worker's settings' own: a worker that would
+    fail building its pool stops before it connects, with a sentence naming the variable."""
+    assert MAX_MEMORY_LIMIT_MB == 4096 and MAX_POOL_WORKERS == 128
+    with pytest.raises(SettingsError, match=re.escape(sentence)):
+        WorkerSettings.from_env(env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert worker_main(["--wait-for-redis", "0"]) == 2
+    assert sentence in capsys.readouterr().err
 
 
 def test_pin_cpus_reads_true_or_false_and_nothing_else() -> None:
