@@ -32,6 +32,7 @@ from ._config import (
     Ceilings,
     PoolConfig,
 )
+from ._contract import Executor, SyncExecutor
 from ._faults import (
     BrokerUnreachable,
     Disposed,
@@ -46,7 +47,7 @@ from ._faults import (
     WorkerCrashed,
     fault_from_data,
 )
-from ._outcome import LogEntry, Outcome
+from ._outcome import LogEntry, Outcome, ProgramError
 from ._request import Provider
 from ._texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
 
@@ -107,6 +108,7 @@ __all__ = [
     "BrokerUnreachable",
     "Ceilings",
     "Disposed",
+    "Executor",
     "ExecutorError",
     "FaultData",
     "HandleExpired",
@@ -121,9 +123,11 @@ __all__ = [
     "OutboundResponse",
     "Outcome",
     "PoolConfig",
+    "ProgramError",
     "Provider",
     "QueueFull",
     "RetryPolicy",
+    "SyncExecutor",
     "SyncIsolateExecutor",
     "ToolRegistry",
     "WorkerCrashed",
