@@ -55,9 +55,9 @@ if TYPE_CHECKING:
     from ._bulk import Job
     from ._dispatch import tool_error, tool_result
     from ._executor import IsolateExecutor, SyncIsolateExecutor
-    from ._normalize import normalize_code
     from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
     from ._retry import RetryPolicy
+    from ._source.normalize import normalize_code
     from .tools import ToolRegistry
 
 _LAZY = {
@@ -68,7 +68,7 @@ _LAZY = {
     "ToolRegistry": ".tools",
     "tool_error": "._dispatch",
     "tool_result": "._dispatch",
-    "normalize_code": "._normalize",
+    "normalize_code": "._source.normalize",
     "OutboundRequest": "._outbound",
     "OutboundResponse": "._outbound",
     "allow_hosts": "._outbound",

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ._config import Unset
-from ._modules import ModuleSpec
 from ._outcome import LogEntry, Outcome
 from ._request import Dispatch, Provider
+from ._source.module_map import ModuleSpec
 
 if TYPE_CHECKING:
     from ._bulk import BulkResults, Jobs, RetryArg, SyncBulkResults

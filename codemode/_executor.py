@@ -49,8 +49,6 @@ from ._handles import (
     response_outcome_result,
 )
 from ._live import LiveLogs
-from ._modules import build_module_bundle, normalize_modules, rewrite_dynamic_imports
-from ._normalize import entry_form_problem
 from ._outbound import handle_fetch
 from ._outcome import Outcome
 from ._pool import Pool
@@ -63,6 +61,10 @@ from ._request import (
     resolve_request,
     resolve_timeout,
 )
+from ._source.bundle import build_module_bundle
+from ._source.module_map import normalize_modules
+from ._source.normalize import entry_form_problem
+from ._source.transform import rewrite_dynamic_imports
 from ._texts import ENTRY_FORM
 from ._turns import Turns
 from ._worker import ActiveRun, NeverStarted, SpawnSettings

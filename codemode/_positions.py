@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ._modules import SOURCE_URL_PREFIX
 from ._outcome import ProgramError
+from ._source.module_map import SOURCE_URL_PREFIX
 
 __all__ = ["MAX_FRAMES", "MAX_STACK_CHARS", "PROGRAM_URL", "program_error"]
 

@@ -17,7 +17,7 @@ import msgspec
 
 from ._config import UNSET, ExecutorConfig
 from ._faults import InvalidRequest
-from ._modules import normalize_modules
+from ._source.module_map import normalize_modules
 
 __all__ = [
     "Dispatch",

@@ -184,7 +184,7 @@ async def _execute(code: str, args: argparse.Namespace, inputs: Any = _NO_INPUTS
 
 def _run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, stdin: TextIO) -> int:
     from ._faults import ExecutorError
-    from ._normalize import normalize_code
+    from ._source.normalize import normalize_code
 
     try:
         code = _read_program(args, stdin)

@@ -358,7 +358,7 @@ def test_fast() -> None:
 def test_the_entry_form_check_keeps_answers_for_short_programs_only() -> None:
     """Its answers are kept per program (a program run again is not parsed again), but not
     for long ones: a stream of distinct 8 MiB programs must not pile up in the host."""
-    from codemode._normalize import _kept_entry_form_problem, entry_form_problem
+    from codemode._source.normalize import _kept_entry_form_problem, entry_form_problem
 
     _kept_entry_form_problem.cache_clear()
     assert entry_form_problem("1) || (2") is True
@@ -426,7 +426,7 @@ def test_arithmetic_in_any_wrapping(executor: SyncIsolateExecutor, a: int, b: in
 def test_docstring_examples() -> None:
     import doctest
 
-    import codemode._normalize as module
+    import codemode._source.normalize as module
 
     failures, tried = doctest.testmod(module, raise_on_error=False, verbose=False)
     assert tried >= 8

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from codemode import SyncIsolateExecutor, normalize_code
-from codemode._typestrip import strip_types
+from codemode._source.typestrip import strip_types
 
 FENCE = "```"
 

@@ -18,8 +18,8 @@ from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
 from .._faults import ExecutorError
-from .._normalize import normalize_code
 from .._outcome import Outcome
+from .._source.normalize import normalize_code
 from ._toolset import McpTools
 
 if TYPE_CHECKING:

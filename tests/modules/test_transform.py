@@ -18,15 +18,9 @@ import pytest
 from py_mini_racer import MiniRacer
 
 from codemode import InvalidRequest
-from codemode._modules import (
-    DYNAMIC_IMPORT,
-    ModuleSpec,
-    build_module_bundle,
-    normalize_module,
-    normalize_modules,
-    rewrite_dynamic_imports,
-    transform_module,
-)
+from codemode._source.bundle import build_module_bundle
+from codemode._source.module_map import DYNAMIC_IMPORT, ModuleSpec, normalize_module, normalize_modules
+from codemode._source.transform import rewrite_dynamic_imports, transform_module
 
 
 class Isolate:

@@ -12,7 +12,7 @@ It is pure (no executor, no I/O) and fast: one or two parses of a few kilobytes,
 millisecond for typical output.
 
 A program may be TypeScript: one in a ``ts`` fence, or one that does not parse as
-JavaScript but does as TypeScript, has its types replaced by spaces (``_typestrip.py``), so
+JavaScript but does as TypeScript, has its types replaced by spaces (``typestrip.py``), so
 every line and column of what remains is where the model wrote it.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import tree_sitter_javascript as tsjs
 from tree_sitter import Language, Node, Parser
 
-from ._typestrip import strip_types
+from .typestrip import strip_types
 
 __all__ = ["normalize_code"]
 
