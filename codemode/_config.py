@@ -187,7 +187,7 @@ class PoolConfig:
     only when a child is free (or starting for it)."""
     pin_cpus: bool = True
     """Pin each child to one core, spread over the cores this process may use (see
-    ``_placement.py``); turn off when something else places the processes."""
+    ``_host/placement.py``); turn off when something else places the processes."""
     standby: bool = True
     """Keep one more child started, its engine loaded, to take the place of a child that
     exits (a crash, a kill, a recycle): the slot serves again in milliseconds instead of

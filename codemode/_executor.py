@@ -48,10 +48,11 @@ from ._handles import (
     plain_request,
     response_outcome_result,
 )
+from ._host.pool import Pool
+from ._host.turns import Turns
 from ._live import LiveLogs
 from ._outbound import handle_fetch
 from ._outcome import Outcome
-from ._pool import Pool
 from ._protocol import Fetch, Invoke, Run
 from ._request import (
     Dispatch,
@@ -66,7 +67,6 @@ from ._source.module_map import normalize_modules
 from ._source.normalize import entry_form_problem
 from ._source.transform import rewrite_dynamic_imports
 from ._texts import ENTRY_FORM
-from ._turns import Turns
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
 
 if TYPE_CHECKING:

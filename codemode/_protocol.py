@@ -192,7 +192,7 @@ class Log(msgspec.Struct, frozen=True, tag="log"):
 class Started(msgspec.Struct, frozen=True, tag="started"):
     """The child is about to hand the run to its isolate: from here on, program code may run.
     A child that dies before saying this never started the run (the host may retry it).
-    Children say it in the started mark instead (codemode/_mark.py: no wake-up of the host per
+    Children say it in the started mark instead (codemode/_host/mark.py: no wake-up of the host per
     run); the frame is what a child that could not map the mark sends."""
 
     run_id: int

@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 import msgspec
 
 from . import _texts
-from ._eager import EagerStarter
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
-from ._mark import StartedMark
-from ._nesting import RESULT_TOO_DEEP, fresh_stack
+from ._host.eager import EagerStarter
+from ._host.mark import StartedMark
+from ._host.nesting import RESULT_TOO_DEEP, fresh_stack
+from ._host.placement import give_back_cpu, take_cpu
 from ._outcome import LogEntry, Outcome
-from ._placement import give_back_cpu, take_cpu
 from ._protocol import (
     MAX_FRAME_BYTES,
     SNAPSHOT_TURNED_OFF,
@@ -102,7 +102,7 @@ class SpawnSettings:
     """A child of this pool already passed the engine probe: its replacements skip it (same
     binary, same flags), which takes ~20 ms off replacing a child."""
     pin_cpus: bool = True
-    """Pin each child to one core (``_placement.py``)."""
+    """Pin each child to one core (``_host/placement.py``)."""
 
 
 @dataclass
@@ -123,7 +123,7 @@ class ActiveRun:
     paused_since: float | None = None
     paused_total: float = 0.0
     cancel_sent: bool = False
-    started: bool = False  # the child said Started (or marked it, see _mark.py): program code may have run
+    started: bool = False  # the child said Started (or marked it: _host/mark.py): program code may have run
     timed_out: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     line: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = field(
@@ -235,7 +235,7 @@ class Worker:
         self._loop = asyncio.get_running_loop()
         """The loop this worker's pipes and tasks belong to."""
         self._starter = EagerStarter(self._loop, f"codemode-worker-{worker_id}-calls")
-        """Serves each call's first step in the turn that read it (see _eager.py)."""
+        """Serves each call's first step in the turn that read it (see _host/eager.py)."""
         self.ready: asyncio.Future[Ready] = self._loop.create_future()
         self.run: ActiveRun | None = None
         self.alive = False
@@ -633,7 +633,7 @@ class Worker:
             active.next_turn = self._loop.call_soon(self._new_turn, active)
 
     def _answer(self, active: ActiveRun, call_id: int, serve: Callable[[], Awaitable[str]]) -> None:
-        """Serve one call and send its reply, starting at once (see _eager.py): a dispatch
+        """Serve one call and send its reply, starting at once (see _host/eager.py): a dispatch
         that answers without waiting is answered in this turn of the loop and leaves no
         task. A call that waits goes on in a task, kept in the run's tasks (cancelled if the
         run ends first) until it takes itself out as it ends: a done callback would cost
@@ -685,7 +685,7 @@ class Worker:
         try:
             try:
                 result = _read_result(done.result_json)
-            except RecursionError:  # read again from an empty stack (codemode/_nesting.py)
+            except RecursionError:  # read again from an empty stack (codemode/_host/nesting.py)
                 result = fresh_stack(_read_result, done.result_json)
         except RecursionError:
             result, error = None, RESULT_TOO_DEEP

@@ -1,4 +1,4 @@
-"""The eager starter (codemode/_eager.py): each call's first step at once, as a task.
+"""The eager starter (codemode/_host/eager.py): each call's first step at once, as a task.
 
 Every test starts coroutines from a callback of the loop, as the worker's reader does, and
 checks what code in a dispatch relies on: a current task, timeouts that fire after a wait,
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from codemode._eager import EagerStarter
+from codemode._host.eager import EagerStarter
 
 Started = asyncio.Task[None] | None
 

@@ -347,9 +347,9 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
 
 
 def test_the_started_mark_is_read_from_the_shared_page() -> None:
-    """The child marks a run started in a page it shares with the host (codemode/_mark.py):
+    """The child marks a run started in a page it shares with the host (codemode/_host/mark.py):
     what it stores there is what the host reads, and a child given no page says so."""
-    from codemode._mark import StartedMark, open_mark
+    from codemode._host.mark import StartedMark, open_mark
 
     mark = StartedMark.make()
     assert mark is not None and mark.fd is not None

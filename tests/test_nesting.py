@@ -11,8 +11,8 @@ import pytest
 from codemode import Outcome, SyncIsolateExecutor, WorkerCrashed
 from codemode._child.lines import decode_lines
 from codemode._dispatch import _checked, too_deep_text
-from codemode._nesting import RESULT_TOO_DEEP, fresh_stack
-from codemode.fleet._wire import Finished, ToolReply, decode_down, decode_up, encode
+from codemode._host.nesting import RESULT_TOO_DEEP, fresh_stack
+from codemode.fleet.wire import Finished, ToolReply, decode_down, decode_up, encode
 
 from .conftest import child_fault_env
 

@@ -1,5 +1,5 @@
 """Each child runs on one core of those this process may use, spread evenly (see
-codemode/_placement.py), unless ``pool.pin_cpus`` is off; a replacement takes the core its
+codemode/_host/placement.py), unless ``pool.pin_cpus`` is off; a replacement takes the core its
 slot had, and two executors in one process do not pile onto the same core. Every thread of
 a child keeps the host's scheduling policy (see ``pin_to`` in codemode/_child/process.py: a
 batch policy made tool calls wait out a busy neighbour's time slice)."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from codemode import SyncIsolateExecutor
-from codemode._placement import SLOTS_DIR_ENV
+from codemode._host.placement import SLOTS_DIR_ENV
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 needs_two_cores = pytest.mark.skipif(len(ALLOWED) < 2, reason="this process may use one core")

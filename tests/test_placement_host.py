@@ -1,4 +1,4 @@
-"""CPU placement is counted host-wide (codemode/_placement.py): separate host processes,
+"""CPU placement is counted host-wide (codemode/_host/placement.py): separate host processes,
 each with its own executor, spread their children over the cores instead of every one of
 them starting on the first core; a process that dies frees its cores for the others."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codemode._placement import SLOTS_DIR_ENV
+from codemode._host.placement import SLOTS_DIR_ENV
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 pytestmark = pytest.mark.skipif(len(ALLOWED) < 2, reason="this process may use one core")

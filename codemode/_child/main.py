@@ -25,10 +25,10 @@ import asyncio
 import os
 from collections.abc import Callable
 
-from .. import _loops, _texts
-from .._mark import ChildMark, open_mark
+from .. import _texts
+from .._host.mark import ChildMark, open_mark
 from .._protocol import Cancel, HostMessage, Invoke, Ready, Release, Reply, Run, Shutdown
-from . import miniracer_internals, process
+from . import eventloop, miniracer_internals, process
 from .flow import Flow
 from .frames import HostLink, await_adoption
 from .limits import MemoryWatch, limit_data
@@ -215,4 +215,4 @@ def main(argv: list[str]) -> None:
         adopt = await_adoption(proto_in, proto_out)
         child.worker_id = adopt.worker_id
         process.pin_to("any" if adopt.cpu < 0 else str(adopt.cpu))
-    _loops.run(child.main())  # uvloop's where installed: see _loops.py
+    eventloop.run(child.main())  # uvloop's where installed: see eventloop.py

@@ -72,7 +72,7 @@ def freeze_startup_objects() -> None:
 
 
 def pin_to(cpu: str) -> None:
-    """Run on one core (the host's choice, see codemode/_placement.py), before any isolate
+    """Run on one core (the host's choice, see codemode/_host/placement.py), before any isolate
     starts its thread: every thread started later inherits the mask. Threads that already
     exist (a standby child has loaded V8 before it learns its core) are pinned one by one.
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .. import _texts
-from .._mark import ChildMark
+from .._host.mark import ChildMark
 from .._outcome import LogEntry, ProgramError
 from .._protocol import Done, Idle, Invoke, Log, Recycle, Run, Started
 from .._request import Provider
@@ -133,7 +133,7 @@ class Runner:
         self.spares = spares
         self.max_message_bytes = max_message_bytes
         self.mark = mark
-        """Where this child marks the run whose program it starts (see codemode/_mark.py);
+        """Where this child marks the run whose program it starts (see codemode/_host/mark.py);
         None: it says Started as a frame."""
         self.current: RunState | None = None
         self.retained: dict[int, Any] = {}

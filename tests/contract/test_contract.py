@@ -393,7 +393,7 @@ async def test_a_deeply_nested_result_crosses_whole_or_is_the_runs_error(executo
     be (each side reads again from a fresh stack): 990 levels cross whole in both
     executors (the fleet's host raised RecursionError, or its worker's outcome never left
     and the host reported a crash), and 1,000 are the run's error, a sentence."""
-    from codemode._nesting import RESULT_TOO_DEEP
+    from codemode._host.nesting import RESULT_TOO_DEEP
 
     crossed = await executor.execute(_nested_result(990))
     assert crossed.error is None, crossed.error

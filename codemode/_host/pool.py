@@ -34,9 +34,9 @@ import signal
 from collections import deque
 from typing import Any
 
-from ._config import PoolConfig
-from ._faults import Disposed, ExecutorError, QueueFull, WorkerCrashed
-from ._worker import SpawnSettings, Worker
+from .._config import PoolConfig
+from .._faults import Disposed, ExecutorError, QueueFull, WorkerCrashed
+from .._worker import SpawnSettings, Worker
 
 __all__ = ["Pool"]
 
