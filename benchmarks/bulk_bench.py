@@ -98,8 +98,8 @@ def batch_run(lines: int, workdir: Path) -> dict[str, Any]:
 async def on_fleet(url: str, n: int, rounds: int) -> dict[str, Any]:
     from fleet_bench import throughput
 
-    from broker_config import BrokerSettings
     from codemode.fleet import FleetExecutor
+    from codemode.fleet.settings import BrokerSettings
 
     fleet: list[float] = []
     mapped: list[float] = []
@@ -116,7 +116,7 @@ async def on_fleet(url: str, n: int, rounds: int) -> dict[str, Any]:
 
 
 def fleet_main(n: int, rounds: int) -> None:
-    from broker_config import BrokerSettings, WorkerSettings
+    from codemode.fleet.settings import BrokerSettings, WorkerSettings
     from codemode.fleet.testing import RedisServer, WorkerProcess
 
     with RedisServer() as server:

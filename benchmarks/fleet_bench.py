@@ -37,7 +37,7 @@ job: the A/B for a change to the worker::
     python benchmarks/fleet_bench.py --worker-ab /tmp/base
 
 ``--link-cost`` times one channel push (the push script, one message) sent through
-redis-py's asyncio client and through the fleet's links (``codemode/fleet/_link.py``),
+redis-py's asyncio client and through the fleet's links (``codemode/fleet/redis/link.py``),
 alternating in blocks, and prints wall time and this process's CPU per command::
 
     python benchmarks/fleet_bench.py --link-cost
@@ -65,10 +65,10 @@ from celery import Celery
 from neighbours import busy_neighbours
 from outputs import RESULTS_DIR
 
-from broker_config import PING_TASK_NAME, BrokerSettings, WorkerSettings
 from codemode import IsolateExecutor, tool_result
 from codemode.fleet import FleetExecutor
-from codemode.fleet._producer import transport_bytes
+from codemode.fleet.host.producer import transport_bytes
+from codemode.fleet.settings import PING_TASK_NAME, BrokerSettings, WorkerSettings
 from codemode.fleet.testing import RedisServer, WorkerProcess
 
 RESULTS = RESULTS_DIR / "fleet.json"
@@ -151,7 +151,7 @@ async def throughput(executor: Any, seconds: float = 3.0, in_flight: int = 16) -
 def _ping_message(app: Any, queue: str, reply_key: str) -> bytes:
     """A ``codemode.ping`` message in the bytes kombu's Redis transport keeps in a queue:
     Celery's own headers and body (``as_task_v2``) in the envelope codemode's producer
-    writes for a job (``codemode/fleet/_producer.py``)."""
+    writes for a job (``codemode/fleet/host/producer.py``)."""
     task_id = str(uuid.uuid4())
     message = app.amqp.as_task_v2(
         task_id, PING_TASK_NAME, args=(reply_key,), kwargs={}, argsrepr=repr((reply_key,)), kwargsrepr="{}"
@@ -372,16 +372,16 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
 return 1
 """
 """The channel's push as a script, as the fleet sent it until RPUSH and PEXPIRE went
-pipelined (``codemode/fleet/_channel.py``)."""
+pipelined (``codemode/fleet/redis/channel.py``)."""
 
 
 async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict[str, float]]:
     """One push per command, in alternating blocks of ``block`` commands: as a script
     through redis-py's client and through a link, and as the channel pushes now (RPUSH and
     PEXPIRE in one write on a link); wall and CPU (this process) per push."""
-    from codemode.fleet._channel import push
-    from codemode.fleet._client import make_client
-    from codemode.fleet._link import Links
+    from codemode.fleet.redis.channel import push
+    from codemode.fleet.redis.client import make_client
+    from codemode.fleet.redis.link import Links
 
     settings = BrokerSettings(redis_url=url)
     client = make_client(settings)

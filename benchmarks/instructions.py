@@ -177,8 +177,8 @@ async def count_child(env: dict[str, str], runs: int) -> dict[str, float]:
 
 def count_worker(env: dict[str, str], runs: int) -> dict[str, float]:
     """Instructions a fleet worker process executes per job."""
-    from broker_config import BrokerSettings, WorkerSettings
     from codemode.fleet import FleetExecutor
+    from codemode.fleet.settings import BrokerSettings, WorkerSettings
     from codemode.fleet.testing import RedisServer, WorkerProcess
 
     with callgrind_wrapper() as (wrapper, out):

@@ -43,7 +43,7 @@ EXIT_OK = 0
 EXIT_PROGRAM_ERROR = 1
 EXIT_FAULT = 2
 
-_FLEET_MODULES = frozenset({"workers", "celery", "kombu", "redis", "billiard", "hiredis"})
+_FLEET_MODULES = frozenset({"celery", "kombu", "redis", "billiard", "hiredis"})
 
 
 class _UsageError(Exception):
@@ -249,12 +249,12 @@ def _fleet_missing(exc: ModuleNotFoundError, stderr: TextIO) -> int:
 
 def _worker(argv: list[str], stderr: TextIO) -> int:
     try:
-        module = importlib.import_module("workers.cli")
+        module = importlib.import_module("codemode.fleet.worker.cli")
     except ModuleNotFoundError as exc:
         return _fleet_missing(exc, stderr)
     entry = getattr(module, "main", None)
     if not callable(entry):
-        print("codemode worker: workers.cli has no main(argv) to call.", file=stderr)
+        print("codemode worker: codemode.fleet.worker.cli has no main(argv) to call.", file=stderr)
         return EXIT_FAULT
     try:
         status = entry(argv)

@@ -212,21 +212,23 @@ def test_worker_without_fleet_says_so(monkeypatch: pytest.MonkeyPatch, capsys: A
 
 def test_worker_passes_argv_through(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
-    fake = types.ModuleType("workers.cli")
+    fake = types.ModuleType("codemode.fleet.worker.cli")
 
     def fleet_main(argv: list[str]) -> int:
         seen.append(argv)
         return 0
 
     fake.main = fleet_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "workers.cli", fake)
+    monkeypatch.setitem(sys.modules, "codemode.fleet.worker.cli", fake)
     monkeypatch.setattr("importlib.import_module", lambda name: sys.modules[name])
     assert cli.main(["worker", "--concurrency", "2", "-Q", "codemode"]) == 0
     assert seen == [["--concurrency", "2", "-Q", "codemode"]]
 
 
 def test_worker_subprocess() -> None:
-    probe = subprocess.run([sys.executable, "-c", "import workers.cli"], capture_output=True, timeout=60)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import codemode.fleet.worker.cli"], capture_output=True, timeout=60
+    )
     proc = codemode("worker", "--help")
     if probe.returncode == 0:  # the fleet is installed: its own parser answers
         assert proc.returncode == 0, proc.stderr
@@ -240,9 +242,9 @@ def test_worker_exit_status_of_fleet_parser(monkeypatch: pytest.MonkeyPatch) -> 
     def parse(argv: list[str]) -> int:
         raise SystemExit(2)
 
-    fake = types.ModuleType("workers.cli")
+    fake = types.ModuleType("codemode.fleet.worker.cli")
     fake.main = parse  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "workers.cli", fake)
+    monkeypatch.setitem(sys.modules, "codemode.fleet.worker.cli", fake)
     monkeypatch.setattr("importlib.import_module", lambda name: sys.modules[name])
     assert cli.main(["worker", "--bogus"]) == 2
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from broker_config import BrokerSettings
 from codemode import Ceilings, InvalidRequest, IsolateExecutor, PoolConfig, SyncIsolateExecutor
 from codemode._config import (
     MAX_HANDLE_IDLE_TTL_S,
@@ -26,7 +25,8 @@ from codemode._config import (
     physical_memory_mb,
 )
 from codemode.fleet import FleetExecutor
-from codemode.fleet._client import MAX_FLEET_JOBS, MAX_QUEUE_TIMEOUT_MS
+from codemode.fleet.host.client import MAX_FLEET_JOBS, MAX_QUEUE_TIMEOUT_MS
+from codemode.fleet.settings import BrokerSettings
 
 MB = 1024 * 1024
 

@@ -1,12 +1,14 @@
-"""The codemode Celery worker: the app, the execute task, and the command that starts it.
+"""The deployable codemode Celery worker: a thin package over :mod:`codemode.fleet.worker`.
 
-Start a worker (one command; ``codemode worker`` calls the same ``main``)::
+Start a worker with Celery's own command line, the app configured from the environment
+(``broker_config``)::
 
-    CODEMODE_REDIS_URL=redis://localhost:6379/0 python -m workers --concurrency 2
+    CODEMODE_REDIS_URL=redis://localhost:6379/0 celery -A workers worker -c 2
 
-``celery -A workers worker`` finds the app as this package's ``celery`` attribute, loaded on
-first access (importing the package alone loads neither Celery nor the app, so ``workers.cli``
-can say what is missing when the fleet extra is not installed).
+or with ``python -m workers`` (the same as ``codemode worker``, which an installed codemode
+runs without this repository). ``celery -A workers worker`` finds the app as this
+package's ``celery`` attribute, loaded on first access (importing the package alone loads
+neither Celery nor the app).
 """
 
 from __future__ import annotations

@@ -5,30 +5,37 @@
 ``aclose()``/``dispose()``, ``async with``); tool calls and outbound requests travel back to
 the host that enqueued the job, on that job's reply channel in Redis, while the program runs.
 
-Layout::
+Layout (the host side and the worker side share only the wire, the errors, the settings
+and the Redis plumbing; ``tests/test_layout.py`` checks it)::
 
-    _client.py     FleetExecutor: validate, admit and enqueue, wait
-    _session.py    the host's side of one job (reply channel, dispatch, policy, liveness)
-    _producer.py   a job's Celery task message (the admission script enqueues it)
-    _clock.py      Redis time as the host estimates it (a job's start-by time)
-    _heartbeat.py  the host's heartbeat key
-    _jobrunner.py  the worker's side of one job (claim, lease, relay); liveness keys
-    _handles.py    retained handles: the host's table, the worker's table and routes
-    _runtime.py    the worker process's event loop, isolate pool and Redis client
-    _scripts.py    the Lua scripts: admission, claim, heartbeat, settle
-    _channel.py    reply channels: Redis lists with expiries
-    _wire.py       msgspec messages: the job and both channel directions
-    _keys.py       the keyspace and what expires when
-    _transport.py  kombu's Redis transport as the fleet runs it (no message stops a consumer)
-    _deadletter.py <queue>.dead: the messages a worker could not take, with their reasons
-    _errors.py     Redis/kombu errors as BROKER_UNREACHABLE; the fleet's sentences
+    host/          the caller's process: FleetExecutor, a job's session, the producer,
+                   the heartbeat, the table of retained handles
+    worker/        the Celery worker process: app factory, tasks, strategy, runtime, job
+                   runner, reader, leases, transport, dead letters, ``codemode worker``
+    redis/         links, reply channels, the Lua scripts (lua/*.lua), keys, clock
+    wire.py        msgspec messages: the job and both channel directions
+    errors.py      Redis/kombu errors as BROKER_UNREACHABLE; the fleet's sentences
+    settings.py    every Celery and Redis setting, read from the environment
     testing.py     a private redis-server and worker processes, for tests and benchmarks
 
 Settings come from ``settings.py`` (environment variables, ``CODEMODE_REDIS_URL`` first).
 """
 
-from ._client import FleetExecutor
-from ._errors import BROKER_LOST_TEXT
-from ._runtime import WorkerRuntime
+from typing import TYPE_CHECKING, Any
+
+from .errors import BROKER_LOST_TEXT
+from .host.client import FleetExecutor
+
+if TYPE_CHECKING:
+    from .worker.runtime import WorkerRuntime
 
 __all__ = ["BROKER_LOST_TEXT", "FleetExecutor", "WorkerRuntime"]
+
+
+def __getattr__(name: str) -> Any:
+    """``WorkerRuntime`` is the worker side's: loaded when asked for, not with the host."""
+    if name == "WorkerRuntime":
+        from .worker.runtime import WorkerRuntime
+
+        return WorkerRuntime
+    raise AttributeError(f"module 'codemode.fleet' has no attribute {name!r}")

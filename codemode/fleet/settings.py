@@ -79,7 +79,7 @@ fleet's overhead against it), and a check that some worker consumes a queue."""
 
 WORKER_QUEUE_PREFIX: Final = "codemode.worker."
 """Each worker also consumes a queue of its own, this prefix plus its worker id: the
-invocations of the handles it retains are sent there (``codemode.fleet._keys.worker_queue``)."""
+invocations of the handles it retains are sent there (``codemode.fleet.redis.keys.worker_queue``)."""
 
 MAX_BLOCKING_WAIT_S: Final = 2.0
 """The longest any blocking Redis command of the fleet waits (BLPOP on a reply channel;
@@ -270,7 +270,7 @@ class BrokerSettings:
             "broker_url": self.redis_url,
             # kombu's Redis transport with one client per connection pool instead of one
             # per command (on both sides of every job): see its module.
-            "broker_transport": "codemode.fleet._transport:RedisTransport",
+            "broker_transport": "codemode.fleet.worker.transport:RedisTransport",
             "broker_transport_options": redis_transport,
             # Keep reconnecting forever after Redis restarts, including at worker start-up.
             "broker_connection_retry": True,

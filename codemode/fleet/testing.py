@@ -1,6 +1,6 @@
 """A real fleet on this machine, for tests and benchmarks: a private ``redis-server`` on a
 free port and codemode worker processes, each started the documented way
-(``python -m workers``), each in its own process group so that stopping it leaves nothing
+(``codemode worker``, as ``python -m codemode worker``), each in its own process group so that stopping it leaves nothing
 behind (not its isolate children either).
 
 ::
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from broker_config import BrokerSettings, WorkerSettings
+from .settings import BrokerSettings, WorkerSettings
 
 __all__ = [
     "FAST_FAULTS",
@@ -46,12 +46,13 @@ __all__ = [
 
 READY_MARK: Final = "codemode-worker ready"
 """What a worker prints once its isolate pool is warm and it consumes its queue."""
-WORKER_COMMAND: Final = ("python", "-m", "workers")
-"""The one command that starts a worker (docker/compose.yaml runs the same)."""
+WORKER_COMMAND: Final = ("python", "-m", "codemode", "worker")
+"""The one command that starts a worker, from an installed codemode alone (docker/compose.yaml
+runs the same)."""
 REDIS_ARGS: Final = ("--save", "", "--appendonly", "no")
+"""A throwaway Redis: nothing is persisted, a restart starts empty."""
 FAST_FAULTS: Final[Mapping[str, object]] = {"lease_ttl_ms": 3_000, "host_ttl_ms": 3_000, "key_ttl_ms": 20_000}
 """Fleet settings for tests: a dead worker or host is noticed within a few seconds."""
-"""A throwaway Redis: nothing is persisted, a restart starts empty."""
 
 
 def redis_server_path() -> str | None:
@@ -198,7 +199,8 @@ class RedisServer:
 
 
 class WorkerProcess:
-    """One ``python -m workers`` process with the given settings, in its own process group."""
+    """One ``codemode worker`` process with the given settings, in its own process group
+    (``cwd``: the directory it starts in; ``env``: variables on top of the settings')."""
 
     def __init__(
         self,
@@ -208,10 +210,12 @@ class WorkerProcess:
         env: Mapping[str, str] | None = None,
         log_dir: Path | None = None,
         name: str = "worker",
+        cwd: Path | None = None,
     ) -> None:
         self.settings = settings
         self.worker = worker or WorkerSettings()
         self.extra_env = dict(env or {})
+        self.cwd = cwd
         self.log_dir = log_dir or _own_log_dir(self, "codemode-worker-")
         self.name = name
         self.log_path = self.log_dir / f"{name}-{os.getpid()}-{time.monotonic_ns()}.log"
@@ -242,6 +246,7 @@ class WorkerProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=self.cwd,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )

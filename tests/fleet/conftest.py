@@ -17,8 +17,8 @@ import pytest
 import redis
 from fleet_helpers import require_redis_server
 
-from broker_config import BrokerSettings, WorkerSettings
 from codemode.fleet import FleetExecutor
+from codemode.fleet.settings import BrokerSettings, WorkerSettings
 from codemode.fleet.testing import RedisServer, SharedFleet, WorkerProcess
 
 

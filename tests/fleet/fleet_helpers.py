@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from codemode.fleet._keys import JobKeys
+from codemode.fleet.redis.keys import JobKeys
 from codemode.fleet.testing import missing_redis_reason
 
 

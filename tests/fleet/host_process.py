@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from broker_config import BrokerSettings
 from codemode.fleet import FleetExecutor
+from codemode.fleet.settings import BrokerSettings
 
 PROGRAM = "async () => { try { await t.slow(); return 'answered' } catch (e) { return e.message } }"
 

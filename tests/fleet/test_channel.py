@@ -16,14 +16,14 @@ import pytest
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from broker_config import BrokerSettings
-from codemode.fleet._channel import packed_push, pop, push
-from codemode.fleet._client import make_client
-from codemode.fleet._errors import is_broker_error
-from codemode.fleet._link import STALE_AFTER_S, Links, open_link, pack
-from codemode.fleet._reader import DownReader
-from codemode.fleet._scripts import FleetScripts
+from codemode.fleet.errors import is_broker_error
+from codemode.fleet.redis.channel import packed_push, pop, push
+from codemode.fleet.redis.client import make_client
+from codemode.fleet.redis.link import STALE_AFTER_S, Links, open_link, pack
+from codemode.fleet.redis.scripts import FleetScripts
+from codemode.fleet.settings import BrokerSettings
 from codemode.fleet.testing import REDIS_ARGS, RedisServer, redis_server_path
+from codemode.fleet.worker.reader import DownReader
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 

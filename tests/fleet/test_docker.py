@@ -1,7 +1,7 @@
 """The docker files name the same commands and settings the tests run with.
 
 No Docker engine runs here, so this checks the text: the worker command is the one the
-tests start (``python -m workers``), the Redis flags are the tests' throwaway flags, every
+tests start (``python -m codemode worker``), the Redis flags are the tests' throwaway flags, every
 ``CODEMODE_*`` variable is one ``broker_config`` reads, and the example producer works
 against a real fleet.
 """
@@ -101,7 +101,7 @@ def test_example_producer_runs_against_a_fleet(fleet: SharedFleet) -> None:
 
 
 def test_worker_cli_returns_exit_codes_instead_of_raising(capsys: pytest.CaptureFixture[str]) -> None:
-    from workers.cli import celery_argv, main
+    from codemode.fleet.worker.cli import celery_argv, main
 
     assert main(["--help"]) == 0
     assert "codemode worker" in capsys.readouterr().out

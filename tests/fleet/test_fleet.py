@@ -22,7 +22,6 @@ import pytest
 import redis
 from fleet_helpers import eventually, job_ids, keys_of
 
-from broker_config import ENV_WORKER_PIN_CPUS, ENV_WORKER_POOL, ENV_WORKER_STANDBY, BrokerSettings
 from codemode import (
     BrokerUnreachable,
     Disposed,
@@ -34,9 +33,10 @@ from codemode import (
 )
 from codemode._texts import message_ceiling_text
 from codemode.fleet import FleetExecutor
-from codemode.fleet._keys import admission_key
-from codemode.fleet._wire import Started, ToolReply, decode_up, encode
+from codemode.fleet.redis.keys import admission_key
+from codemode.fleet.settings import ENV_WORKER_PIN_CPUS, ENV_WORKER_POOL, ENV_WORKER_STANDBY, BrokerSettings
 from codemode.fleet.testing import WorkerProcess, free_port
+from codemode.fleet.wire import Started, ToolReply, decode_up, encode
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -196,7 +196,7 @@ async def test_reply_channel_drops_garbage_and_stale_replies_and_bounds_size(
 
 async def test_oversized_fetch_body_from_policy_is_refused_in_the_host() -> None:
     from codemode._outbound import OutboundRequest, OutboundResponse
-    from codemode.fleet._session import run_policy
+    from codemode.fleet.host.session import run_policy
 
     def policy(request: OutboundRequest) -> OutboundResponse:
         return OutboundResponse(200, body=b"x" * 2048)
@@ -379,7 +379,7 @@ async def test_a_worker_logs_a_job_once_with_its_summary_and_not_its_receipt(
     private_queue: BrokerSettings, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     """At INFO a job is one line, its summary, written as it ends: the consumer hands jobs
-    to the runtime itself (workers/strategy.py), so Celery's "received" and "succeeded"
+    to the runtime itself (codemode/fleet/worker/strategy.py), so Celery's "received" and "succeeded"
     lines are not written."""
     worker = start_worker(private_queue, name="logging")
     async with FleetExecutor(settings=private_queue) as ex:
@@ -396,7 +396,7 @@ SLOW = "async () => { await new Promise(r => setTimeout(r, 1500)); return 7 }"
 async def test_a_busy_worker_takes_no_job_past_its_concurrency(
     private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
 ) -> None:
-    """The consumer hands jobs over without Celery's pool (workers/strategy.py): what bounds
+    """The consumer hands jobs over without Celery's pool (codemode/fleet/worker/strategy.py): what bounds
     a worker to ``concurrency`` jobs is its channel's prefetch count, and a job's message
     stays unacked until the job ends. A second job waits in the queue, where an idle worker
     could take it, not in a busy worker."""
@@ -421,7 +421,7 @@ async def test_a_warm_shutdown_lets_the_running_job_end(
 ) -> None:
     """SIGTERM to the worker alone (its isolate children are its own to stop): the job
     running ends with its result, its message is acked, and the worker exits. With either
-    Celery pool: jobs never go through it (workers/strategy.py)."""
+    Celery pool: jobs never go through it (codemode/fleet/worker/strategy.py)."""
     worker = start_worker(private_queue, concurrency=1, name="warm", env={ENV_WORKER_POOL: pool})
     async with FleetExecutor(settings=private_queue) as ex:
 
@@ -522,7 +522,7 @@ def test_a_ping_task_is_answered_by_a_worker_with_no_isolate_and_no_job_keys(
     with an expiry, and writes nothing of a job's."""
     from celery import Celery
 
-    from broker_config import PING_TASK_NAME
+    from codemode.fleet.settings import PING_TASK_NAME
 
     app = Celery("codemode-test", set_as_current=False)
     app.conf.update(settings.celery_config())
@@ -546,13 +546,13 @@ async def test_malformed_execute_messages_are_dropped_and_the_worker_serves_on(
     private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     """Messages for codemode.execute that no producer of codemode's would send reach the
-    consumer's own hand-off (workers/strategy.py): one with no job at all and one whose job
+    consumer's own hand-off (codemode/fleet/worker/strategy.py): one with no job at all and one whose job
     is not a job are each logged, acked (nothing left in the queue or unacked), kept in the
     queue's dead-letter list and never run; the next real job runs. (test_poison.py pushes
     a corpus of such messages.)"""
     from celery import Celery
 
-    from broker_config import TASK_NAME
+    from codemode.fleet.settings import TASK_NAME
 
     worker = start_worker(private_queue, name="garbage")
     app = Celery("codemode-test", set_as_current=False)

@@ -12,10 +12,10 @@ import pytest
 import redis
 from fleet_helpers import eventually
 
-from broker_config import BrokerSettings
 from codemode import Outcome, QueueFull
 from codemode.fleet import FleetExecutor
-from codemode.fleet._keys import admission_key
+from codemode.fleet.redis.keys import admission_key
+from codemode.fleet.settings import BrokerSettings
 from codemode.fleet.testing import WorkerProcess
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]

@@ -30,7 +30,6 @@ import pytest
 import redis
 from fleet_helpers import eventually, job_ids, keys_of
 
-from broker_config import MAX_BLOCKING_WAIT_S, BrokerSettings
 from codemode import (
     BrokerUnreachable,
     Disposed,
@@ -41,12 +40,13 @@ from codemode import (
 )
 from codemode._texts import host_gone_text
 from codemode.fleet import FleetExecutor
-from codemode.fleet._client import make_client
-from codemode.fleet._keys import admission_key, host_key
-from codemode.fleet._link import Links
-from codemode.fleet._scripts import FleetScripts
-from codemode.fleet._wire import Failed, Finished, Started, decode_up, encode
+from codemode.fleet.redis.client import make_client
+from codemode.fleet.redis.keys import admission_key, host_key
+from codemode.fleet.redis.link import Links
+from codemode.fleet.redis.scripts import FleetScripts
+from codemode.fleet.settings import MAX_BLOCKING_WAIT_S, BrokerSettings
 from codemode.fleet.testing import FAST_FAULTS, RedisServer, WorkerProcess
+from codemode.fleet.wire import Failed, Finished, Started, decode_up, encode
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 

@@ -22,7 +22,6 @@ import pytest
 import redis
 from fleet_helpers import eventually
 
-from broker_config import ENV_HANDLE_IDLE_TTL_S, ENV_WORKER_MAX_HANDLES, BrokerSettings
 from codemode import (
     HandleExpired,
     HandleLost,
@@ -35,7 +34,8 @@ from codemode import (
     tool_result,
 )
 from codemode.fleet import FleetExecutor
-from codemode.fleet._keys import worker_key, worker_queue
+from codemode.fleet.redis.keys import worker_key, worker_queue
+from codemode.fleet.settings import ENV_HANDLE_IDLE_TTL_S, ENV_WORKER_MAX_HANDLES, BrokerSettings
 from codemode.fleet.testing import WorkerProcess
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
@@ -341,7 +341,7 @@ async def test_the_worker_cap_and_a_closed_host_releasing_its_handles(
 
 
 async def test_a_worker_serves_a_handle_only_to_the_host_that_made_it() -> None:
-    from codemode.fleet._handles import HandleRoute, WorkerHandles
+    from codemode.fleet.worker.handles import HandleRoute, WorkerHandles
 
     table = WorkerHandles("w:1")
     entry = table.add("7", host_id="host-a", prefix="p", route=HandleRoute())
@@ -357,7 +357,7 @@ async def test_a_worker_serves_a_handle_only_to_the_host_that_made_it() -> None:
 
 
 async def test_handle_settings_come_from_the_environment() -> None:
-    from broker_config import SettingsError, WorkerSettings
+    from codemode.fleet.settings import SettingsError, WorkerSettings
 
     worker = WorkerSettings.from_env({ENV_WORKER_MAX_HANDLES: "3", ENV_HANDLE_IDLE_TTL_S: "1.5"})
     assert (worker.max_handles, worker.handle_idle_ttl_s) == (3, 1.5)
@@ -373,7 +373,7 @@ async def test_handle_jobs_travel_as_plain_json_with_their_own_schema_version() 
     import msgspec
 
     from codemode._handles import plain_request
-    from codemode.fleet._wire import (
+    from codemode.fleet.wire import (
         HANDLES_SCHEMA_VERSION,
         SCHEMA_VERSIONS,
         JobSpec,

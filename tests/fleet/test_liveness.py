@@ -17,12 +17,15 @@ from dataclasses import replace
 import pytest
 import redis
 
-from broker_config import BrokerSettings
 from codemode import tool_result
 from codemode.fleet import FleetExecutor
-from codemode.fleet._beat import BeatThread
-from codemode.fleet._keys import JobKeys, admission_key, host_key
-from codemode.fleet._leases import LeaseKeeper
+from codemode.fleet.host.heartbeat import HostHeartbeat
+from codemode.fleet.redis.beat import BeatThread
+from codemode.fleet.redis.client import make_client
+from codemode.fleet.redis.keys import JobKeys, admission_key, host_key
+from codemode.fleet.settings import BrokerSettings
+from codemode.fleet.testing import RedisServer
+from codemode.fleet.worker.leases import LeaseKeeper
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -66,6 +69,26 @@ async def test_a_tool_that_blocks_the_host_loop_fails_nothing(settings: BrokerSe
     assert not isinstance(b, BaseException), b
     assert (a.result, a.error) == ("a", None)
     assert (b.result, b.error) == ("b", None)
+
+
+async def test_the_host_heartbeat_connects_as_the_settings_say(private_redis: RedisServer) -> None:
+    """The heartbeat's thread builds its client from the fleet's settings (not from the
+    async client's connection internals): it writes the key in the settings' database,
+    named and timed as every fleet connection is."""
+    settings = BrokerSettings(redis_url=private_redis.url.replace("/0", "/3"), host_ttl_ms=600)
+    client = make_client(settings)
+    heartbeat = HostHeartbeat(settings, client, "codemode:host:beat-test")
+    try:
+        await heartbeat.start()
+        await asyncio.sleep(1.0)  # past the TTL: only the thread's beats keep the key
+        raw = redis.Redis.from_url(private_redis.url.replace("/0", "/3"))
+        assert raw.exists("codemode:host:beat-test") == 1
+        names = {c["name"] for c in raw.client_list() if c.get("db") == "3"}
+        assert "codemode-fleet" in names
+        raw.close()
+    finally:
+        await heartbeat.stop()
+        await client.aclose()
 
 
 def test_a_beat_thread_beats_while_the_caller_is_busy() -> None:

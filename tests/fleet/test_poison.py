@@ -30,14 +30,14 @@ import pytest
 import redis
 from fleet_helpers import eventually
 
-from broker_config import BrokerSettings
 from codemode.fleet import FleetExecutor
-from codemode.fleet._deadletter import MAX_KEPT_CHARS
-from codemode.fleet._keys import dead_letter_key
-from codemode.fleet._producer import CeleryMessages
-from codemode.fleet._transport import MAX_QUEUE_MESSAGE_BYTES, RedisTransport
-from codemode.fleet._wire import JobSpec
+from codemode.fleet.host.producer import CeleryMessages
+from codemode.fleet.redis.keys import dead_letter_key
+from codemode.fleet.settings import BrokerSettings
 from codemode.fleet.testing import FAST_FAULTS, RedisServer, WorkerProcess
+from codemode.fleet.wire import MAX_FLEET_REQUEST_BYTES, MAX_QUEUE_MESSAGE_BYTES, JobSpec
+from codemode.fleet.worker.deadletter import MAX_KEPT_CHARS
+from codemode.fleet.worker.transport import RedisTransport
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -406,12 +406,28 @@ async def test_a_job_too_large_for_a_worker_is_refused_before_it_is_sent(
     retryable JOB_EXPIRED a queue timeout later)."""
     from codemode import InvalidRequest
 
-    ceilings = {"max_request_bytes": 2 * MAX_QUEUE_MESSAGE_BYTES}
+    ceilings = {"max_request_bytes": MAX_FLEET_REQUEST_BYTES}
     async with FleetExecutor(settings=poison_settings, ceilings=ceilings) as ex:
+        # Within the ceiling, but JSON writes each quote as two bytes: the message is larger.
         with pytest.raises(InvalidRequest, match="over the 16777216 a worker takes") as info:
-            await ex.execute("() => '" + "a" * MAX_QUEUE_MESSAGE_BYTES + "'")
+            await ex.execute("() => `" + '"' * (MAX_FLEET_REQUEST_BYTES - 100) + "`")
     assert not info.value.retryable and not info.value.started
     assert raw.llen(poison_settings.queue) == 0
+
+
+def test_a_request_ceiling_the_queue_cannot_carry_is_refused_at_construction() -> None:
+    """``max_request_bytes`` may be raised to 64 MiB in process, but a worker takes queue
+    messages of at most 16 MiB: a FleetExecutor that would accept a request the fleet cannot
+    carry is refused when it is made, naming both numbers (not one request at a time)."""
+    from codemode import InvalidRequest
+
+    assert MAX_FLEET_REQUEST_BYTES < MAX_QUEUE_MESSAGE_BYTES
+    FleetExecutor(ceilings={"max_request_bytes": MAX_FLEET_REQUEST_BYTES})
+    with pytest.raises(InvalidRequest) as info:
+        FleetExecutor(ceilings={"max_request_bytes": MAX_FLEET_REQUEST_BYTES + 1})
+    assert str(MAX_QUEUE_MESSAGE_BYTES) in str(info.value)
+    assert f"at most {MAX_FLEET_REQUEST_BYTES}" in str(info.value)
+    assert not info.value.retryable
 
 
 async def test_an_unacked_record_that_cannot_be_restored_is_dropped_once(

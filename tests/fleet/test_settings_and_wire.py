@@ -15,23 +15,23 @@ import redis
 import redis.asyncio as aioredis
 
 import codemode.fleet
-from broker_config import (
+from codemode import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS, JobExpired, Outcome
+from codemode._faults import FaultData
+from codemode._outbound import OutboundRequest
+from codemode.fleet.redis.channel import pop, push
+from codemode.fleet.redis.client import make_client
+from codemode.fleet.redis.keys import JobKeys, admission_key, host_key
+from codemode.fleet.redis.link import Links
+from codemode.fleet.redis.scripts import FleetScripts
+from codemode.fleet.settings import (
     MAX_BLOCKING_WAIT_S,
     MAX_JOB_SECONDS,
     BrokerSettings,
     SettingsError,
     WorkerSettings,
 )
-from codemode import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS, JobExpired, Outcome
-from codemode._faults import FaultData
-from codemode._outbound import OutboundRequest
-from codemode.fleet._channel import pop, push
-from codemode.fleet._client import make_client
-from codemode.fleet._keys import JobKeys, admission_key, host_key
-from codemode.fleet._link import Links
-from codemode.fleet._scripts import FleetScripts
-from codemode.fleet._transport import RedisTransport
-from codemode.fleet._wire import (
+from codemode.fleet.testing import RedisServer
+from codemode.fleet.wire import (
     Failed,
     FetchCall,
     Finished,
@@ -44,8 +44,8 @@ from codemode.fleet._wire import (
     job_from_celery,
     job_to_celery,
 )
-from codemode.fleet.testing import RedisServer
-from workers.cli import main as worker_main
+from codemode.fleet.worker.cli import main as worker_main
+from codemode.fleet.worker.transport import RedisTransport
 
 pytestmark = pytest.mark.fleet
 
@@ -165,6 +165,14 @@ def test_a_worker_its_isolate_pool_would_refuse_stops_at_start(
         monkeypatch.setenv(name, value)
     assert worker_main(["--wait-for-redis", "0"]) == 2
     assert sentence in capsys.readouterr().err
+
+
+def test_the_transport_celery_is_told_to_load_is_the_fleets() -> None:
+    """Celery loads the broker transport by the name the settings give (a string): it must
+    name the module the transport lives in."""
+    from kombu.utils.imports import symbol_by_name
+
+    assert symbol_by_name(BrokerSettings().celery_config()["broker_transport"]) is RedisTransport
 
 
 def test_pin_cpus_reads_true_or_false_and_nothing_else() -> None:

@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from broker_config import ENV_WORKER_CONCURRENCY, ENV_WORKER_POOL, BrokerSettings, WorkerSettings
 from codemode.fleet import FleetExecutor
+from codemode.fleet.settings import ENV_WORKER_CONCURRENCY, ENV_WORKER_POOL, BrokerSettings, WorkerSettings
 from codemode.fleet.testing import WorkerProcess
-from workers.cli import celery_argv
+from codemode.fleet.worker.cli import celery_argv
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
+
+REPO = Path(__file__).resolve().parents[2]
+"""Where the deployable app lives (``workers/``: the repository's, not installed)."""
 
 HOLD = "async () => { await new Promise((r) => setTimeout(r, 1500)); return 1 }"
 """A job that holds its isolate long enough for every job of a burst to be running at once."""
@@ -37,6 +40,7 @@ class CeleryCommandWorker(WorkerProcess):
             WorkerSettings(concurrency=1, max_handles=0, standby=False),
             name=name,
             log_dir=log_dir,
+            cwd=REPO,
         )
         self.app = app
         self.celery_args = celery_args
@@ -102,6 +106,7 @@ def test_a_start_whose_size_would_drift_is_refused(args: list[str], sentence: st
         capture_output=True,
         timeout=90,
         env=env,
+        cwd=REPO,
     )
     out = (proc.stdout + proc.stderr).decode(errors="replace")
     assert proc.returncode != 0, out
@@ -109,8 +114,51 @@ def test_a_start_whose_size_would_drift_is_refused(args: list[str], sentence: st
     assert "Traceback" not in out
 
 
+NOT_INSTALLED = """
+import sys
+
+
+class _NotInstalled:
+    \"\"\"The repository's deployment is not installed: workers and broker_config do not import.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("workers", "broker_config"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+async def test_codemode_worker_runs_from_the_installed_library_alone(
+    private_queue: BrokerSettings, celery_workers: list[WorkerProcess], tmp_path: Path
+) -> None:
+    """``codemode worker`` from a directory that is not the repository, with the repository
+    on no path and its ``workers`` and ``broker_config`` refused at import (as after a plain
+    ``pip install 'codemode[fleet]'``): the worker starts and runs a job."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NOT_INSTALLED)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    worker = WorkerProcess(
+        private_queue,
+        WorkerSettings(concurrency=1, max_handles=0, standby=False),
+        env={"PYTHONPATH": str(site)},
+        log_dir=tmp_path,
+        name="installed",
+        cwd=elsewhere,
+    )
+    celery_workers.append(worker)
+    worker.start(timeout_s=90)
+    async with FleetExecutor(settings=private_queue, queue_timeout=60_000) as ex:
+        assert (await ex.execute("() => 6 * 7")).result == 42
+    assert "No module named" not in worker.log_text()
+
+
 def test_solo_keeps_the_concurrency_it_is_given() -> None:
-    """``python -m workers`` passes its own concurrency to Celery, whatever the pool: with
+    """``codemode worker`` passes its own concurrency to Celery, whatever the pool: with
     ``solo`` too (jobs never go through Celery's pool), four means four jobs at once (it
     was quietly one, while Celery started with ``-c`` took more)."""
     settings = WorkerSettings.from_env({ENV_WORKER_CONCURRENCY: "4", ENV_WORKER_POOL: "solo"})
