@@ -26,6 +26,7 @@ import msgspec
 
 from . import _texts
 from ._faults import ExecutorError, HandleLost, WorkerCrashed
+from ._host.asyncio_internals import detach_transport, process_transport, reader_transport
 from ._host.eager import EagerStarter
 from ._host.mark import StartedMark
 from ._host.nesting import RESULT_TOO_DEEP, fresh_stack
@@ -417,26 +418,14 @@ class Worker:
     def forget_loop(self) -> None:
         """The loop that owns this child's pipes is gone (or elsewhere): close their
         descriptors here and keep the transports from closing later on that loop."""
-        subprocess_transport = getattr(self.proc, "_transport", None)
-        transport: Any
+        subprocess_transport = process_transport(self.proc)
         if self._frames_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._frames_fd)
             self._frames_fd = None
-        for transport in (
-            subprocess_transport,
-            self._stdin,
-            self._replies,
-            getattr(self._stderr, "_transport", None),
-        ):
-            if transport is None:
-                continue
-            pipe = getattr(transport, "_pipe", None)
-            if pipe is not None and transport is not subprocess_transport:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-                transport._pipe = None
-            transport._closed = True
+        for transport in (subprocess_transport, self._stdin, self._replies, reader_transport(self._stderr)):
+            if transport is not None:
+                detach_transport(transport, close_pipe=transport is not subprocess_transport)
 
     async def _read_stderr(self) -> None:
         assert self._stderr is not None

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,64 @@ def test_a_child_on_a_release_without_an_internal_fails_to_start_with_the_reason
     text = out.stdout
     assert "failed to start" in text, text
     assert "mini-racer's Context has no method _value_handle_to_python." in text, text
+
+
+def test_the_python_has_every_asyncio_internal_the_host_relies_on() -> None:
+    from codemode._host import asyncio_internals
+
+    assert asyncio_internals.check() == []
+    assert asyncio_internals.enter_task is not None and asyncio_internals.leave_task is not None
+
+
+def test_a_missing_asyncio_internal_is_named_in_a_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio.tasks
+
+    from codemode._host import asyncio_internals
+
+    monkeypatch.delattr(asyncio.tasks, "_leave_task")
+    assert asyncio_internals.check() == [
+        "asyncio.tasks has no function _leave_task: each tool call gets a task of its own."
+    ]
+
+
+def test_detached_transports_outlive_their_loop() -> None:
+    """What ``Worker.forget_loop`` needs of asyncio's transports, on real pipes and a real
+    process: once detached, a transport whose loop is closed closes (or is collected)
+    without reaching for that loop, and a pipe's descriptor is closed at once."""
+    import asyncio
+    import gc
+    import warnings
+
+    from codemode._host.asyncio_internals import detach_transport, process_transport, reader_transport
+
+    loop = asyncio.new_event_loop()
+    read_fd, write_fd = os.pipe()
+
+    async def start() -> tuple[Any, Any, Any, asyncio.subprocess.Process]:
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb"))
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, "wb"))
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+        await proc.wait()
+        return reader_transport(reader), writer, process_transport(proc), proc
+
+    read_transport, write_transport, subprocess_transport, proc = loop.run_until_complete(start())
+    assert read_transport is not None and subprocess_transport is not None
+    loop.close()
+
+    detach_transport(read_transport, close_pipe=True)
+    detach_transport(subprocess_transport, close_pipe=False)
+    with pytest.raises(OSError):
+        os.fstat(read_fd)  # closed here, not by a loop that is gone
+    subprocess_transport.close()  # marked closed: does not reach for the loop
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del read_transport, subprocess_transport, proc
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+    with warnings.catch_warnings(record=True) as caught:  # one left attached: warned about
+        warnings.simplefilter("always")
+        del write_transport
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] != []

@@ -1,9 +1,9 @@
 """Run a coroutine's first step at once, as a task, without making a task for it.
 
 The host answers each tool call with a coroutine (the dispatch, then the reply). A task
-made for it runs its first step a loop turn later, and that task and turn were about a
-quarter of the host's part of a call (``benchmarks/instructions.py --what host``); Python
-3.12's eager tasks still make one task per call and took ~8% off.
+made for it runs its first step a loop turn later, and that task and turn were a large part
+of the host's share of a call (``benchmarks/instructions.py --what host`` measures it);
+Python 3.12's eager tasks still make one task per call.
 
 :class:`EagerStarter` runs the first step at once, in a context of its own, with a
 *stand-in* as the current task: a real task of the starter's, parked. Code that asks for
@@ -18,8 +18,9 @@ What differs from a task of one's own: calls that finish in their first step sha
 stand-in as their current task, and a done-callback one of them adds to it runs when the
 stand-in ends, not when the call does.
 
-This uses ``asyncio.tasks._enter_task`` / ``_leave_task`` (3.11-3.14, the same calls
-asyncio's own eager tasks make); a Python without them gets a task per coroutine.
+This uses ``asyncio.tasks._enter_task`` / ``_leave_task`` (the same calls asyncio's own
+eager tasks make), through ``asyncio_internals.py``; a Python without them gets a task per
+coroutine.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ import contextvars
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from .asyncio_internals import enter_task, leave_task, park_on, quiet_when_destroyed_pending
+
 __all__ = ["EagerStarter"]
 
-_enter_task = getattr(asyncio.tasks, "_enter_task", None)
-_leave_task = getattr(asyncio.tasks, "_leave_task", None)
 _current_task = asyncio.current_task
 
 _NOTHING: Any = object()
@@ -60,7 +61,7 @@ class _StandIn(collections.abc.Coroutine[Any, Any, None]):
         self.wake: asyncio.Future[None] = loop.create_future()
         self.task: asyncio.Task[None] = loop.create_task(self, name=name)
         # Parked and holding nothing until it takes a job: a loop closed under it is no leak.
-        self.task._log_destroy_pending = False  # type: ignore[attr-defined]
+        quiet_when_destroyed_pending(self.task)
 
     def take(self, coro: Coroutine[Any, Any, None], context: contextvars.Context, waited_on: Any) -> None:
         self.job, self.waited_on = (coro, context), waited_on
@@ -70,9 +71,7 @@ class _StandIn(collections.abc.Coroutine[Any, Any, None]):
     def send(self, sent: Any) -> Any:
         job = self.job
         if job is None:
-            wake = self.wake
-            wake._asyncio_future_blocking = True  # (as Future.__await__ marks it)
-            return wake  # park: the task waits on it
+            return park_on(self.wake)  # park: the task waits on it
         waited_on = self.waited_on
         if waited_on is not _NOTHING:
             self.waited_on = _NOTHING
@@ -114,7 +113,7 @@ class EagerStarter:
         the task that goes on with it. From a callback of the loop or from a task (which
         is the current task again when this returns), as asyncio's own eager tasks do."""
         loop = self._loop
-        if _enter_task is None or _leave_task is None:
+        if enter_task is None or leave_task is None:
             return loop.create_task(coro)
         stand_in = self._stand_in
         if stand_in is None:
@@ -123,8 +122,8 @@ class EagerStarter:
         context = contextvars.copy_context()
         outer = _current_task(loop)
         if outer is not None:
-            _leave_task(loop, outer)
-        _enter_task(loop, task)
+            leave_task(loop, outer)
+        enter_task(loop, task)
         try:
             waited_on = context.run(coro.send, None)
         except (StopIteration, asyncio.CancelledError):
@@ -135,9 +134,9 @@ class EagerStarter:
             )
             return None
         finally:
-            _leave_task(loop, task)
+            leave_task(loop, task)
             if outer is not None:
-                _enter_task(loop, outer)
+                enter_task(loop, outer)
         stand_in.take(coro, context, waited_on)
         self._stand_in = None  # it is this coroutine's task now; the next call gets a new one
         return task
