@@ -206,10 +206,9 @@ class Forwarder(abc.ABC):
 
     The fleet's worker is one: each call goes up its job's reply channel, and the reply
     is read inside the link that brings it, where the answer is written to the child
-    straight away (``codemode/fleet/_jobrunner.py``). As a coroutine dispatch, a call
-    through it took the worker ~260 Python calls and ~4.9 turns of its loop (the call's
-    coroutines started eagerly, a stand-in task handed its first wait on, and a loop turn
-    between the reply and its answer); as a forwarder ~190 and ~2.8 (benchmarks/README.md).
+    straight away (``codemode/fleet/worker/relay.py``). As a coroutine dispatch, each call
+    would cost the worker a coroutine, a stand-in task and a loop turn between the reply and
+    its answer; as a forwarder it costs none of them.
     An executor serves a forwarder's calls with :meth:`forward`; awaited as a dispatch, it
     works as any other."""
 

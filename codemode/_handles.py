@@ -45,7 +45,7 @@ _Record = TypeVar("_Record")
 
 def find_handle(records: Mapping[str, _Record], handle: object) -> _Record:
     """The record behind ``handle``, before any state of it is looked at: the first checks
-    of both executors' handle tables (in-process here, the fleet's in fleet/_handles.py)."""
+    of both executors' handle tables (in-process here, the fleet's in fleet/host/handles.py and fleet/worker/handles.py)."""
     if not isinstance(handle, str):
         raise InvalidRequest(f"handle must be the string an outcome carried, got {handle!r}.")
     record = records.get(handle)
