@@ -35,6 +35,7 @@ from ._config import (
 from ._contract import Executor, SyncExecutor
 from ._faults import (
     BrokerUnreachable,
+    Cancelled,
     Disposed,
     ExecutorError,
     FaultData,
@@ -106,6 +107,7 @@ __all__ = [
     "NETWORK_DISABLED",
     "UNSET",
     "BrokerUnreachable",
+    "Cancelled",
     "Ceilings",
     "Disposed",
     "Executor",

@@ -15,7 +15,8 @@ Tree::
     ├── HostGone                  HOST_GONE     no         yes
     ├── JobExpired                JOB_EXPIRED   yes        no
     ├── HandleLost                HANDLE_LOST   no         -
-    └── HandleExpired             HANDLE_EXPIRED no        -
+    ├── HandleExpired             HANDLE_EXPIRED no        -
+    └── Cancelled                 CANCELLED     no         see ``started``
 
 ``started`` says whether any program code had begun to run, so a pipeline knows whether a
 retry can repeat a tool's side effect. Faults cross process and Redis boundaries as
@@ -29,7 +30,9 @@ from typing import ClassVar
 import msgspec
 
 __all__ = [
+    "CANCELLED_TEXT",
     "BrokerUnreachable",
+    "Cancelled",
     "Disposed",
     "ExecutorError",
     "FaultData",
@@ -142,6 +145,21 @@ class HandleExpired(ExecutorError):
     code = "HANDLE_EXPIRED"
 
 
+CANCELLED_TEXT = (
+    "This run was cancelled while it ran (an operator revoked its job, or its caller stopped "
+    "waiting); the program had started, so tool calls it made may have taken effect. Run it "
+    "again only if repeating those calls is safe."
+)
+"""The declared sentence of a :class:`Cancelled` run that had started."""
+
+
+class Cancelled(ExecutorError):
+    """The run was ended on purpose (a fleet job revoked by an operator, or cancelled by its
+    caller); not retryable: whoever cancelled it meant it."""
+
+    code = "CANCELLED"
+
+
 _BY_CODE: dict[str, type[ExecutorError]] = {
     cls.code: cls
     for cls in (
@@ -154,6 +172,7 @@ _BY_CODE: dict[str, type[ExecutorError]] = {
         JobExpired,
         HandleLost,
         HandleExpired,
+        Cancelled,
     )
 }
 
