@@ -9,12 +9,15 @@ direction, dispatched with ``match``. Nothing is pickled.
 Schema evolution: new fields get defaults; a field is never retyped or renamed; a job with
 a ``v`` this worker does not know is refused with INVALID_REQUEST. Plain jobs are still v1;
 jobs that touch retained handles (``retain``, or ``kind`` invoke/release) are v2, so a
-worker from before handles refuses them instead of running them as something else.
+worker from before handles refuses them instead of running them as something else; jobs
+with ``inputs_json`` are v3, so a worker from before inputs refuses them instead of calling
+the entry function without its argument. ``stream_logs`` needs no version: a worker that
+ignores it sends no ``LogLine``, and the run's logs still come with its outcome.
 
 ::
 
     producer ──JobSpec (Celery, JSON)──▶ worker
-    host ◀── up: Started | ToolCall | FetchCall | Finished | Failed ── worker
+    host ◀── up: Started | ToolCall | FetchCall | LogLine | Finished | Failed ── worker
     host ── down: ToolReply | FetchReply | Cancel ──▶ worker (and the worker's own Close)
 """
 
@@ -28,11 +31,12 @@ import msgspec
 from .._faults import FaultData
 from .._host.nesting import RESULT_TOO_DEEP, fresh_stack
 from .._outbound import OutboundRequest, OutboundResponse
-from .._outcome import Outcome
+from .._outcome import LogEntry, Outcome
 from .._request import Provider
 
 __all__ = [
     "HANDLES_SCHEMA_VERSION",
+    "INPUTS_SCHEMA_VERSION",
     "JOB_SCHEMA_VERSION",
     "MAX_FLEET_REQUEST_BYTES",
     "MAX_QUEUE_MESSAGE_BYTES",
@@ -47,6 +51,7 @@ __all__ = [
     "Finished",
     "JobKind",
     "JobSpec",
+    "LogLine",
     "Network",
     "Started",
     "ToolCall",
@@ -73,7 +78,9 @@ base64-encoded (four bytes for three) in kombu's envelope, with the headroom abo
 JOB_SCHEMA_VERSION: Final = 1
 HANDLES_SCHEMA_VERSION: Final = 2
 """The version of a job that retains a handle, invokes one or releases one."""
-SCHEMA_VERSIONS: Final = (JOB_SCHEMA_VERSION, HANDLES_SCHEMA_VERSION)
+INPUTS_SCHEMA_VERSION: Final = 3
+"""The version of a job that passes inputs to its entry function (it may also retain)."""
+SCHEMA_VERSIONS: Final = (JOB_SCHEMA_VERSION, HANDLES_SCHEMA_VERSION, INPUTS_SCHEMA_VERSION)
 """The versions this worker reads."""
 
 JobKind = Literal["run", "invoke", "release"]
@@ -113,6 +120,10 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     the worker sends STARTED_DELAY_S into the run (``worker/relay.py``), not from a Started
     sent with the claim: a short job wakes its host once, for its outcome. Hosts that
     predate the field leave it False, and get Started with the claim."""
+    inputs_json: str | None = None
+    """The entry function's one argument, as JSON text (None: it gets none). v3."""
+    stream_logs: bool = False
+    """Send each log entry up as a ``LogLine`` as the program writes it (``on_log``)."""
 
 
 # ---- up: worker -> host ------------------------------------------------------------------
@@ -140,6 +151,13 @@ class FetchCall(msgspec.Struct, frozen=True, tag="fetch"):
     request: OutboundRequest
 
 
+class LogLine(msgspec.Struct, frozen=True, tag="log"):
+    """One log entry as the program wrote it (the job asked: ``stream_logs``); the same
+    entry is in the outcome's logs too."""
+
+    entry: LogEntry
+
+
 class Finished(msgspec.Struct, frozen=True, tag="finished"):
     """The run ended; the outcome is what the in-process executor would have returned."""
 
@@ -152,7 +170,7 @@ class Failed(msgspec.Struct, frozen=True, tag="failed"):
     fault: FaultData
 
 
-UpMessage = Started | ToolCall | FetchCall | Finished | Failed
+UpMessage = Started | ToolCall | FetchCall | LogLine | Finished | Failed
 
 
 # ---- down: host -> worker ----------------------------------------------------------------

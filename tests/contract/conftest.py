@@ -4,7 +4,8 @@
 * ``fleet``: :class:`codemode.fleet.FleetExecutor` against a private redis-server and two
   real worker processes (shared with ``tests/fleet`` for the whole session).
 
-Only the constructor differs; every call in the suite is the same.
+Only the constructor differs; every call in the suite is the same. The fixture is typed as
+:class:`codemode.Executor`, so mypy holds both executors to the contract's signatures.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from codemode import IsolateExecutor
+from codemode import Executor, IsolateExecutor
 from codemode.fleet import FleetExecutor
 from codemode.fleet.testing import SharedFleet, missing_redis_reason
 
@@ -43,11 +44,13 @@ def fleet_settings(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 @pytest.fixture(params=["inprocess", pytest.param("fleet", marks=pytest.mark.fleet)])
-async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+async def executor(request: pytest.FixtureRequest) -> AsyncIterator[Executor]:
+    ex: IsolateExecutor | FleetExecutor
     if request.param == "inprocess":
-        ex: Any = IsolateExecutor(timeout=CONTRACT_TIMEOUT_MS, pool={"max_workers": 2, "max_queue": 20})
+        ex = IsolateExecutor(timeout=CONTRACT_TIMEOUT_MS, pool={"max_workers": 2, "max_queue": 20})
     else:
         settings = request.getfixturevalue("fleet_settings")
         ex = FleetExecutor(settings=settings, timeout=CONTRACT_TIMEOUT_MS, queue_timeout=30_000)
     async with ex:
-        yield ex
+        checked: Executor = ex
+        yield checked

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -38,9 +38,11 @@ from ..._config import (
     UNSET,
     Ceilings,
     ExecutorConfig,
+    Unset,
     check_int,
     config_object,
 )
+from ..._contract import JSONValue, LogCallback, ModuleSource, ProviderSpec
 from ..._dispatch import dispatch_threads
 from ..._faults import (
     Disposed,
@@ -50,13 +52,15 @@ from ..._faults import (
     WorkerCrashed,
 )
 from ..._handles import plain_request
+from ..._live import LiveLogs
 from ..._outcome import Outcome
-from ..._request import check_modules, check_outbound, resolve_request, resolve_timeout
+from ..._request import Dispatch, check_modules, check_outbound, resolve_request, resolve_timeout
 from ..errors import BROKER_ERRORS, broker_unreachable
 from ..redis.keys import worker_key, worker_queue
 from ..settings import WORKER_QUEUE_PREFIX, BrokerSettings
 from ..wire import (
     HANDLES_SCHEMA_VERSION,
+    INPUTS_SCHEMA_VERSION,
     JOB_SCHEMA_VERSION,
     MAX_FLEET_REQUEST_BYTES,
     MAX_QUEUE_MESSAGE_BYTES,
@@ -64,6 +68,9 @@ from ..wire import (
 )
 from .connection import HostConnection
 from .handles import HostHandle, HostHandles, worker_gone_text
+
+if TYPE_CHECKING:
+    from ..._outbound import OutboundPolicy
 
 __all__ = ["FleetExecutor"]
 
@@ -223,17 +230,22 @@ class FleetExecutor:
 
     async def execute(
         self,
-        code: Any = None,
+        code: str,
         *,
-        providers: Any = None,
-        dispatch: Any = None,
-        outbound: Any = UNSET,
-        modules: Any = UNSET,
-        timeout: Any = UNSET,
-        count_host_waits: Any = UNSET,
-        retain_handles: Any = False,
+        inputs: JSONValue | Unset = UNSET,
+        providers: Sequence[ProviderSpec] | None = None,
+        dispatch: Dispatch | None = None,
+        outbound: OutboundPolicy | Unset | None = UNSET,
+        modules: Mapping[str, ModuleSource] | Unset | None = UNSET,
+        timeout: float | Unset | None = UNSET,
+        count_host_waits: bool | Unset | None = UNSET,
+        retain_handles: bool = False,
+        on_log: LogCallback | None = None,
     ) -> Outcome:
         """Run one program on a worker; a program's failure comes back in ``Outcome.error``.
+
+        ``inputs`` and ``on_log`` as in ``IsolateExecutor.execute``: the inputs travel with
+        the job, and each log entry comes up the job's reply channel as it is written.
 
         Raises :class:`codemode.ExecutorError` when the fleet could not serve the call:
         QUEUE_FULL and BROKER_UNREACHABLE at submit (nothing enqueued), JOB_EXPIRED (queued
@@ -257,27 +269,40 @@ class FleetExecutor:
             timeout=timeout,
             count_host_waits=count_host_waits,
             retain_handles=retain_handles,
+            inputs=inputs,
             default_outbound=self._outbound,
             default_modules=self._modules,
         )
+        live = None if on_log is None else LiveLogs(on_log)
         module_data = None if request.modules is None else _json_data(request.modules)
         network: Network = (
             "none" if request.outbound is None else "default" if request.outbound is UNSET else "host"
         )
-        session, outcome = await self._connection.submit(
-            request,
-            self.settings.queue,
-            {
-                "v": HANDLES_SCHEMA_VERSION if request.retain_handles else JOB_SCHEMA_VERSION,
-                "code": request.code,
-                "providers": request.providers,
-                "network": network,
-                "modules": module_data,
-                "timeout_ms": request.timeout_ms,
-                "count_host_waits": request.count_host_waits,
-                "retain": request.retain_handles,
-            },
-        )
+        fields: dict[str, Any] = {
+            "v": HANDLES_SCHEMA_VERSION if request.retain_handles else JOB_SCHEMA_VERSION,
+            "code": request.code,
+            "providers": request.providers,
+            "network": network,
+            "modules": module_data,
+            "timeout_ms": request.timeout_ms,
+            "count_host_waits": request.count_host_waits,
+            "retain": request.retain_handles,
+        }
+        if request.inputs_json is not None:
+            fields["v"] = INPUTS_SCHEMA_VERSION
+            fields["inputs_json"] = request.inputs_json
+        if live is not None:
+            fields["stream_logs"] = True
+        try:
+            session, outcome = await self._connection.submit(
+                request, self.settings.queue, fields, on_log=None if live is None else live.entry
+            )
+        except BaseException:
+            if live is not None:
+                live.close()
+            raise
+        if live is not None:
+            await live.delivered()
         if outcome.handle is not None:
             self._handles.add(
                 outcome.handle,
@@ -291,7 +316,7 @@ class FleetExecutor:
     # ---- handles --------------------------------------------------------------------
 
     async def invoke_handle(
-        self, handle: str, request: Mapping[str, Any], *, timeout: Any = UNSET
+        self, handle: str, request: Mapping[str, object], *, timeout: float | Unset | None = UNSET
     ) -> Outcome:
         """Pass ``request`` (method, url, headers, body) to a retained request handler, on
         the worker that holds it; the same contract as ``IsolateExecutor.invoke_handle``.
@@ -339,14 +364,14 @@ class FleetExecutor:
         return min(BULK_WINDOW, self.settings.fleet_max_jobs)
 
     def map(
-        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: object
     ) -> BulkResults:
         """The same contract as :meth:`codemode.IsolateExecutor.map`: ``(key, Outcome |
         ExecutorError)`` in completion order, QUEUE_FULL waited out. See docs/bulk.md."""
         return map_jobs(self, jobs, concurrency=concurrency, retry=retry, options=options)
 
     def map_ordered(
-        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: Any
+        self, jobs: Jobs, *, concurrency: int | None = None, retry: RetryArg = UNSET, **options: object
     ) -> BulkResults:
         """:meth:`map` in input order."""
         return map_jobs_ordered(self, jobs, concurrency=concurrency, retry=retry, options=options)

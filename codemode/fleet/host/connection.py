@@ -19,13 +19,14 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Final
 
 import redis.asyncio as aioredis
 
 from ..._dispatch import RunThreads
 from ..._faults import Disposed, QueueFull
-from ..._outcome import Outcome
+from ..._outcome import LogEntry, Outcome
 from ..._request import ResolvedRequest
 from ..errors import BROKER_ERRORS, broker_unreachable
 from ..redis.client import make_client
@@ -113,10 +114,17 @@ class HostConnection:
             return self._client, self._scripts, self._producer
 
     async def submit(
-        self, request: ResolvedRequest, queue: str, fields: dict[str, Any], *, target: str | None = None
+        self,
+        request: ResolvedRequest,
+        queue: str,
+        fields: dict[str, Any],
+        *,
+        target: str | None = None,
+        on_log: Callable[[LogEntry], None] | None = None,
     ) -> tuple[JobSession, Outcome]:
         """Admit one job onto ``queue`` and wait for its outcome. ``target`` names the one
-        worker that consumes ``queue`` (an invocation or a release)."""
+        worker that consumes ``queue`` (an invocation or a release); ``on_log`` is told of
+        each LogLine the job sends."""
         client, scripts, producer = await self.ensure_started()
         s = self.settings
         spec = JobSpec(
@@ -140,6 +148,7 @@ class HostConnection:
             start_by_monotonic=time.monotonic() + s.queue_timeout_ms / 1000,
             threads=RunThreads(self._dispatch_threads),
             target=None if target is None else (target, worker_key(s.key_prefix, target)),
+            on_log=on_log,
         )
         try:
             admission = await scripts.admit(

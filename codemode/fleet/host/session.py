@@ -24,7 +24,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -37,7 +37,7 @@ from ..._dispatch import Dispatcher, RunThreads
 from ..._faults import WorkerCrashed, fault_from_data
 from ..._host.eager import EagerStarter
 from ..._outbound import NOT_A_RESPONSE, OutboundRequest, checked_response
-from ..._outcome import Outcome
+from ..._outcome import LogEntry, Outcome
 from ..._request import ResolvedRequest
 from ..errors import BROKER_ERRORS, broker_unreachable
 from ..redis.channel import blocking_wait, packed_push, popped, push
@@ -51,6 +51,7 @@ from ..wire import (
     FetchReply,
     Finished,
     JobSpec,
+    LogLine,
     Started,
     ToolCall,
     ToolReply,
@@ -97,6 +98,7 @@ class JobSession:
         start_by_monotonic: float,
         threads: RunThreads,
         target: tuple[str, str] | None = None,
+        on_log: Callable[[LogEntry], None] | None = None,
     ) -> None:
         self.client = client
         self.scripts = scripts
@@ -110,6 +112,8 @@ class JobSession:
         """This job's share of the host's threads for sync dispatch calls."""
         self.dispatcher = Dispatcher(request.dispatch, max_message_bytes, threads)
         self.target = target
+        self.on_log = on_log
+        """Told of each LogLine (the job streams its logs: ``JobSpec.stream_logs``)."""
         """``(worker id, its liveness key)`` when only that worker can take the job (an
         invocation): while queued, a missing key means the job will never start."""
         self.started = False
@@ -309,6 +313,10 @@ class JobSession:
             case FetchCall():
                 if self._fresh(message.call_id):
                     self._spawn(self._serve_fetch(message))
+            case LogLine(entry=entry):
+                self.started = True
+                if self.on_log is not None:
+                    self.on_log(entry)
             case Finished(outcome=outcome):
                 self.settled = True
                 return outcome

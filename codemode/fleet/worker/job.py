@@ -188,6 +188,7 @@ class Job:
                 outcome = await self._release()
             else:
                 outcome = await self._run_program()
+            await self.relay.logs_sent()
         except ExecutorError as exc:
             return Failed(exc.to_data())
         except Exception as exc:  # a bug here must still reach the caller as a fault
@@ -225,6 +226,8 @@ class Job:
                 timeout=self.spec.timeout_ms,
                 count_host_waits=self.spec.count_host_waits,
                 retain_handles=self.spec.retain,
+                inputs=self._inputs(),
+                on_log=self.relay.send_log if self.spec.stream_logs else None,
             )
         finally:
             if route is not None:
@@ -240,6 +243,15 @@ class Job:
         except BROKER_ERRORS as exc:
             log.warning("job %s: could not write the liveness key (%s)", self.spec.job_id, exc)
         return msgspec.structs.replace(outcome, handle=entry.id)
+
+    def _inputs(self) -> Any:
+        """The job's inputs, back from their JSON (UNSET: it has none)."""
+        if self.spec.inputs_json is None:
+            return UNSET
+        try:
+            return msgspec.json.decode(self.spec.inputs_json)
+        except msgspec.DecodeError as exc:
+            raise InvalidRequest(f"The job's inputs are not JSON ({exc}); nothing ran.") from None
 
     def _request(self) -> dict[str, Any]:
         """The invocation's request, back from ``plain_request``'s JSON (body as bytes)."""

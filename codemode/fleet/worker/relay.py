@@ -36,6 +36,7 @@ import redis.exceptions
 from ... import _texts
 from ..._dispatch import CallMessage, Forwarder, tool_error
 from ..._outbound import OutboundRequest, OutboundResponse
+from ..._outcome import LogEntry
 from ..errors import BROKER_ERRORS, BROKER_LOST_TEXT, RelayRefused
 from ..redis.channel import packed_push, push
 from ..redis.keys import JobKeys
@@ -46,6 +47,7 @@ from ..wire import (
     DownMessage,
     FetchCall,
     FetchReply,
+    LogLine,
     Started,
     ToolCall,
     ToolReply,
@@ -110,6 +112,9 @@ class CallRelay(Forwarder):
         self._pushes: set[asyncio.Task[None]] = set()
         """Pushes of calls that could not ride ahead of the reader's BLPOP (referenced till done)."""
         self._announcing: asyncio.Task[None] | None = None
+        self._log_lines: list[bytes] = []
+        """LogLines (``send_log``) waiting for the push in flight to end."""
+        self._logging: asyncio.Task[None] | None = None
 
     # ---- the job's end and its host ---------------------------------------------------
 
@@ -135,6 +140,35 @@ class CallRelay(Forwarder):
         pending, self.pending = self.pending, {}
         for settle in pending.values():
             settle(text)
+
+    # ---- live logs ----------------------------------------------------------------------
+
+    def send_log(self, entry: LogEntry) -> None:
+        """``on_log`` of a job that streams its logs: the entry goes up as a LogLine, in
+        order (one push at a time; entries that come meanwhile go together in the next).
+        Best effort: a push that fails is logged, and the entries are in the outcome."""
+        if self.host_gone or self.broker_lost:
+            return
+        if not self.announced:  # a quiet start: Started goes up first
+            self.announced = True
+            self._log_lines.append(encode(Started(self.worker_id)))
+        self._log_lines.append(encode(LogLine(entry)))
+        if self._logging is None or self._logging.done():
+            self._logging = asyncio.ensure_future(self._push_logs())
+
+    async def _push_logs(self) -> None:
+        while self._log_lines and not self.broker_lost:
+            lines, self._log_lines = self._log_lines, []
+            try:
+                await push(self.links, self.keys.up, *lines, ttl_ms=self.key_ttl_ms)
+            except Exception as exc:  # (never the run's failure: its outcome has the logs)
+                log.warning("job %s: could not send log lines to its host (%s)", self.job_id, exc)
+                return
+
+    async def logs_sent(self) -> None:
+        """Wait for the LogLines sent so far to be pushed: they go up before the outcome."""
+        if self._logging is not None:
+            await asyncio.shield(self._logging)
 
     # ---- Started ------------------------------------------------------------------------
 
