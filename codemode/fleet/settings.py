@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from .._config import (
@@ -38,6 +38,8 @@ __all__ = [
     "ENV_FLEET_MAX_JOBS",
     "ENV_HANDLE_IDLE_TTL_S",
     "ENV_HOST_TTL_MS",
+    "ENV_JOB_KEY",
+    "ENV_JOB_KEY_PREVIOUS",
     "ENV_KEY_PREFIX",
     "ENV_KEY_TTL_MS",
     "ENV_LEASE_TTL_MS",
@@ -54,12 +56,14 @@ __all__ = [
     "ENV_WORKER_MAX_MESSAGE_BYTES",
     "ENV_WORKER_MAX_TIMEOUT_MS",
     "ENV_WORKER_MEMORY_MB",
+    "ENV_WORKER_METRICS_PORT",
     "ENV_WORKER_NETWORK",
     "ENV_WORKER_PIN_CPUS",
     "ENV_WORKER_POOL",
     "ENV_WORKER_STANDBY",
     "MAX_BLOCKING_WAIT_S",
     "MAX_JOB_SECONDS",
+    "MIN_JOB_KEY_CHARS",
     "PING_TASK_NAME",
     "TASK_NAME",
     "WORKER_QUEUE_PREFIX",
@@ -104,6 +108,12 @@ ENV_UNACKED_RESTORE_INTERVAL_S: Final = "CODEMODE_UNACKED_RESTORE_INTERVAL_S"
 ENV_SOCKET_TIMEOUT_S: Final = "CODEMODE_SOCKET_TIMEOUT_S"
 ENV_SOCKET_CONNECT_TIMEOUT_S: Final = "CODEMODE_SOCKET_CONNECT_TIMEOUT_S"
 ENV_RESULT_EXPIRES_S: Final = "CODEMODE_RESULT_EXPIRES_S"
+ENV_JOB_KEY: Final = "CODEMODE_JOB_KEY"
+ENV_JOB_KEY_PREVIOUS: Final = "CODEMODE_JOB_KEY_PREVIOUS"
+
+MIN_JOB_KEY_CHARS: Final = 32
+"""The shortest job key accepted: a random secret, such as
+``python -c "import secrets; print(secrets.token_urlsafe(32))"`` prints."""
 
 _ENV_BY_FIELD: Final = {
     "redis_url": ENV_REDIS_URL,
@@ -119,6 +129,8 @@ _ENV_BY_FIELD: Final = {
     "socket_timeout_s": ENV_SOCKET_TIMEOUT_S,
     "socket_connect_timeout_s": ENV_SOCKET_CONNECT_TIMEOUT_S,
     "result_expires_s": ENV_RESULT_EXPIRES_S,
+    "job_key": ENV_JOB_KEY,
+    "job_key_previous": ENV_JOB_KEY_PREVIOUS,
 }
 
 
@@ -178,6 +190,12 @@ class BrokerSettings:
     result_expires_s: int = 3_600
     """Celery results are not used (outcomes travel on the reply channel, ``ignore_result``);
     should one ever be stored, it expires after an hour."""
+    job_key: str = field(default="", repr=False)
+    """When set, producers sign every job with it and workers refuse jobs it did not sign
+    (``codemode/fleet/signing.py``, docs/threat-model.md). Empty: jobs are not signed."""
+    job_key_previous: str = field(default="", repr=False)
+    """Workers also accept jobs signed with this key, while keys rotate (producers always
+    sign with ``job_key``)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -205,6 +223,23 @@ class BrokerSettings:
         if self.key_ttl_ms < 2 * max(self.lease_ttl_ms, self.host_ttl_ms):
             raise SettingsError("key_ttl_ms must be at least twice the lease and host TTLs.")
         check_redis_url(self.redis_url, ENV_REDIS_URL)
+        self._check_job_keys()
+
+    def _check_job_keys(self) -> None:
+        for name, key in ((ENV_JOB_KEY, self.job_key), (ENV_JOB_KEY_PREVIOUS, self.job_key_previous)):
+            if not isinstance(key, str):
+                raise SettingsError(f"{name} must be text, got {type(key).__name__}.")
+            if key and len(key) < MIN_JOB_KEY_CHARS:
+                raise SettingsError(
+                    f"{name} must be at least {MIN_JOB_KEY_CHARS} characters of random text (got "
+                    f'{len(key)}); make one with: python -c "import secrets; '
+                    'print(secrets.token_urlsafe(32))"'
+                )
+        if self.job_key_previous and not self.job_key:
+            raise SettingsError(
+                f"{ENV_JOB_KEY_PREVIOUS} is set without {ENV_JOB_KEY}: while keys rotate, workers "
+                f"take both, and producers sign with {ENV_JOB_KEY}. Set {ENV_JOB_KEY} to the new key."
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BrokerSettings:
@@ -334,6 +369,7 @@ ENV_WORKER_MAX_HANDLES: Final = "CODEMODE_WORKER_MAX_HANDLES"
 ENV_HANDLE_IDLE_TTL_S: Final = "CODEMODE_HANDLE_IDLE_TTL_S"
 ENV_WORKER_PIN_CPUS: Final = "CODEMODE_WORKER_PIN_CPUS"
 ENV_WORKER_STANDBY: Final = "CODEMODE_WORKER_STANDBY"
+ENV_WORKER_METRICS_PORT: Final = "CODEMODE_METRICS_PORT"
 
 _WORKER_ENV: Final = {
     "concurrency": ENV_WORKER_CONCURRENCY,
@@ -346,6 +382,7 @@ _WORKER_ENV: Final = {
     "handle_idle_ttl_s": ENV_HANDLE_IDLE_TTL_S,
     "pin_cpus": ENV_WORKER_PIN_CPUS,
     "standby": ENV_WORKER_STANDBY,
+    "metrics_port": ENV_WORKER_METRICS_PORT,
 }
 MIN_MESSAGE_BYTES: Final = 1024
 """The smallest ``max_message_bytes`` the isolate pool accepts."""
@@ -405,6 +442,9 @@ class WorkerSettings:
     see docs/performance.md): a child that exits is replaced in a fraction of the time a
     fresh start takes, for the private memory of one idle child per worker
     (benchmarks/README.md has the numbers)."""
+    metrics_port: int = 0
+    """Serve Prometheus metrics on this TCP port (``/metrics``, docs/observability.md);
+    0: no metrics server."""
 
     def __post_init__(self) -> None:
         if self.pool not in ("threads", "solo"):
@@ -419,6 +459,12 @@ class WorkerSettings:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer, got {value!r}.")
         self._check_pool_bounds()
+        port = self.metrics_port
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise SettingsError(
+                f"{ENV_WORKER_METRICS_PORT} must be a TCP port from 1 to 65535, or 0 for no metrics "
+                f"server, got {port!r}."
+            )
         if (
             isinstance(self.max_handles, bool)
             or not isinstance(self.max_handles, int)
