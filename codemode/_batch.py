@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import inspect
 import json
 import os
 import sys
@@ -126,7 +125,7 @@ class Tally:
         )
 
 
-def parse_line(text: str, accepts_inputs: bool) -> tuple[Hashable, str, dict[str, Any]]:
+def parse_line(text: str) -> tuple[Hashable, str, dict[str, Any]]:
     """One input line as ``(id, code, execute options)``; :class:`BadLine` says what is wrong."""
     try:
         data = json.loads(text)
@@ -144,16 +143,9 @@ def parse_line(text: str, accepts_inputs: bool) -> tuple[Hashable, str, dict[str
     if not isinstance(code, str):
         raise BadLine(f"id {key!r}: code must be a string holding the program")
     options: dict[str, Any] = {}
-    for name in ("timeout", "modules"):
+    for name in ("timeout", "modules", "inputs"):
         if name in data:
             options[name] = data[name]
-    if "inputs" in data:
-        if not accepts_inputs:
-            raise BadLine(
-                f"id {key!r}: inputs are not supported by this version's execute; put the values in "
-                "the code (or a module) instead"
-            )
-        options["inputs"] = data["inputs"]
     return key, code, options
 
 
@@ -317,9 +309,7 @@ def _executor(args: argparse.Namespace) -> Any:
     return IsolateExecutor(**local)
 
 
-def _jobs(
-    path: str, skip: set[Hashable], accepts_inputs: bool, tally: Tally, stderr: TextIO
-) -> Iterator[Job]:
+def _jobs(path: str, skip: set[Hashable], tally: Tally, stderr: TextIO) -> Iterator[Job]:
     """The runnable lines of ``path``, read as ``map`` asks for them."""
     seen: dict[Hashable, int] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -327,7 +317,7 @@ def _jobs(
             if not text.strip():
                 continue
             try:
-                key, code, options = parse_line(text, accepts_inputs)
+                key, code, options = parse_line(text)
                 if key in seen:
                     raise BadLine(f"id {key!r} already appeared on line {seen[key]}")
                 seen[key] = number
@@ -351,11 +341,10 @@ async def _run(args: argparse.Namespace, stderr: TextIO) -> Tally:
     policy = RetryPolicy(attempts=args.attempts)
     progress: Progress | None = None
     async with _executor(args) as executor:
-        accepts_inputs = "inputs" in inspect.signature(executor.execute).parameters
         with open(args.output, "a", encoding="utf-8") as out:
             progress = Progress(args.progress, stderr, tally)
             try:
-                jobs = _jobs(args.input, skip, accepts_inputs, tally, stderr)
+                jobs = _jobs(args.input, skip, tally, stderr)
                 async for key, result in executor.map(
                     jobs, concurrency=args.concurrency, retry=policy, **tools
                 ):

@@ -37,6 +37,7 @@ from typing import Any, Final
 from celery import Celery, bootsteps, signals
 
 from ..settings import ENV_WORKER_CONCURRENCY, BrokerSettings, WorkerSettings
+from .canvas import register_canvas
 from .runtime import WorkerRuntime
 from .tasks import register_tasks
 
@@ -68,6 +69,7 @@ def create_app(settings: BrokerSettings | None = None, worker: WorkerSettings | 
     app.conf.update(worker.celery_config())
     runtime = WorkerRuntime(settings, worker)
     register_tasks(app, runtime, settings)
+    register_canvas(app, runtime, settings, worker)  # before _Lifecycle: its tools load first
     _Lifecycle(app, runtime, settings).connect()
     return WorkerApp(app, runtime, settings)
 
