@@ -39,6 +39,7 @@ FLEET_SHARED = (
     "codemode.fleet.errors",
     "codemode.fleet.settings",
     "codemode.fleet.redis",
+    "codemode.fleet.canvas",
 )
 """What the fleet's host side and worker side may both import from the fleet."""
 

@@ -46,6 +46,7 @@ __all__ = [
     "ENV_QUEUE",
     "ENV_QUEUE_TIMEOUT_MS",
     "ENV_REDIS_URL",
+    "ENV_RESULT_BACKEND",
     "ENV_RESULT_EXPIRES_S",
     "ENV_SOCKET_CONNECT_TIMEOUT_S",
     "ENV_SOCKET_TIMEOUT_S",
@@ -61,6 +62,7 @@ __all__ = [
     "ENV_WORKER_PIN_CPUS",
     "ENV_WORKER_POOL",
     "ENV_WORKER_STANDBY",
+    "ENV_WORKER_TOOLS",
     "MAX_BLOCKING_WAIT_S",
     "MAX_JOB_SECONDS",
     "MIN_JOB_KEY_CHARS",
@@ -71,6 +73,7 @@ __all__ = [
     "SettingsError",
     "WorkerSettings",
     "check_redis_url",
+    "check_tools_path",
 ]
 
 TASK_NAME: Final = "codemode.execute"
@@ -114,6 +117,7 @@ ENV_JOB_KEY_PREVIOUS: Final = "CODEMODE_JOB_KEY_PREVIOUS"
 MIN_JOB_KEY_CHARS: Final = 32
 """The shortest job key accepted: a random secret, such as
 ``python -c "import secrets; print(secrets.token_urlsafe(32))"`` prints."""
+ENV_RESULT_BACKEND: Final = "CODEMODE_RESULT_BACKEND"
 
 _ENV_BY_FIELD: Final = {
     "redis_url": ENV_REDIS_URL,
@@ -129,6 +133,7 @@ _ENV_BY_FIELD: Final = {
     "socket_timeout_s": ENV_SOCKET_TIMEOUT_S,
     "socket_connect_timeout_s": ENV_SOCKET_CONNECT_TIMEOUT_S,
     "result_expires_s": ENV_RESULT_EXPIRES_S,
+    "result_backend": ENV_RESULT_BACKEND,
     "job_key": ENV_JOB_KEY,
     "job_key_previous": ENV_JOB_KEY_PREVIOUS,
 }
@@ -188,8 +193,13 @@ class BrokerSettings:
     socket_connect_timeout_s: float = 3.0
     """Connecting to Redis fails after this long: a producer gets BROKER_UNREACHABLE quickly."""
     result_expires_s: int = 3_600
-    """Celery results are not used (outcomes travel on the reply channel, ``ignore_result``);
-    should one ever be stored, it expires after an hour."""
+    """A stored Celery result expires after this long. Execute jobs store none (their
+    outcomes travel on the reply channel); canvas jobs (``codemode.run``) store theirs when
+    a result backend is set."""
+    result_backend: str = ""
+    """The Redis URL where canvas jobs (``codemode.run``, ``docs/pipelines.md``) keep their
+    results, for groups and chords to collect; empty: no result backend (chains still
+    pass results along, nothing is stored)."""
     job_key: str = field(default="", repr=False)
     """When set, producers sign every job with it and workers refuse jobs it did not sign
     (``codemode/fleet/signing.py``, docs/threat-model.md). Empty: jobs are not signed."""
@@ -223,6 +233,8 @@ class BrokerSettings:
         if self.key_ttl_ms < 2 * max(self.lease_ttl_ms, self.host_ttl_ms):
             raise SettingsError("key_ttl_ms must be at least twice the lease and host TTLs.")
         check_redis_url(self.redis_url, ENV_REDIS_URL)
+        if self.result_backend:
+            check_redis_url(self.result_backend, f"{ENV_RESULT_BACKEND} (the canvas jobs' result backend)")
         self._check_job_keys()
 
     def _check_job_keys(self) -> None:
@@ -312,8 +324,9 @@ class BrokerSettings:
             "broker_connection_retry_on_startup": True,
             "broker_connection_max_retries": None,
             "broker_channel_error_retry": True,
-            # Results travel on the per-job reply channel; Celery stores none.
-            "result_backend": None,
+            # Execute jobs' outcomes travel on the per-job reply channel and are never
+            # stored; canvas jobs store theirs here when one is set (docs/pipelines.md).
+            "result_backend": self.result_backend or None,
             "task_ignore_result": True,
             "result_expires": self.result_expires_s,
             # Only plain data crosses: JSON, never pickle.
@@ -370,6 +383,7 @@ ENV_HANDLE_IDLE_TTL_S: Final = "CODEMODE_HANDLE_IDLE_TTL_S"
 ENV_WORKER_PIN_CPUS: Final = "CODEMODE_WORKER_PIN_CPUS"
 ENV_WORKER_STANDBY: Final = "CODEMODE_WORKER_STANDBY"
 ENV_WORKER_METRICS_PORT: Final = "CODEMODE_METRICS_PORT"
+ENV_WORKER_TOOLS: Final = "CODEMODE_WORKER_TOOLS"
 
 _WORKER_ENV: Final = {
     "concurrency": ENV_WORKER_CONCURRENCY,
@@ -382,12 +396,25 @@ _WORKER_ENV: Final = {
     "handle_idle_ttl_s": ENV_HANDLE_IDLE_TTL_S,
     "pin_cpus": ENV_WORKER_PIN_CPUS,
     "standby": ENV_WORKER_STANDBY,
+    "tools": ENV_WORKER_TOOLS,
     "metrics_port": ENV_WORKER_METRICS_PORT,
 }
 MIN_MESSAGE_BYTES: Final = 1024
 """The smallest ``max_message_bytes`` the isolate pool accepts."""
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off")
+
+
+def check_tools_path(path: object) -> None:
+    """Refuse a ``CODEMODE_WORKER_TOOLS`` that is not ``package.module:name`` (or empty)."""
+    if path == "":
+        return
+    module, sep, name = path.partition(":") if isinstance(path, str) else ("", "", "")
+    if not sep or not name.isidentifier() or not all(part.isidentifier() for part in module.split(".")):
+        raise SettingsError(
+            f"{ENV_WORKER_TOOLS} must be package.module:name, naming a codemode.ToolRegistry "
+            f"(for example myapp.tools:registry), got {path!r}."
+        )
 
 
 def _flag(name: str, raw: str) -> bool:
@@ -442,6 +469,10 @@ class WorkerSettings:
     see docs/performance.md): a child that exits is replaced in a fraction of the time a
     fresh start takes, for the private memory of one idle child per worker
     (benchmarks/README.md has the numbers)."""
+    tools: str = ""
+    """``package.module:name``, a :class:`codemode.ToolRegistry` serving the tool calls of
+    canvas jobs (``codemode.run``, which have no host to call back); imported when the
+    worker starts, which refuses a path that names none. Empty: canvas jobs have no tools."""
     metrics_port: int = 0
     """Serve Prometheus metrics on this TCP port (``/metrics``, docs/observability.md);
     0: no metrics server."""
@@ -478,6 +509,7 @@ class WorkerSettings:
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise SettingsError(f"{name} must be true or false, got {value!r}.")
+        check_tools_path(self.tools)
         if ttl > MAX_HANDLE_IDLE_TTL_S:
             raise SettingsError(
                 f"{ENV_HANDLE_IDLE_TTL_S} must be at most {MAX_HANDLE_IDLE_TTL_S:g} s (a day), got {ttl!r}."

@@ -1,13 +1,12 @@
 """The worker process's runtime: one event loop thread owning the isolate pool, the Redis
-client and the job runner. The consumer hands jobs to it (see below).
+client and the job runner. Celery's pool threads hand jobs to it (see below).
 
 ::
 
-    consumer thread ─ submit(job) ─▶ loop thread: JobRunner.run ─▶ IsolateExecutor
-    consumer thread ◀─ ack, summary ─┘               (spawned children run V8)
-
-The consumer's thread hands each job over itself (``strategy.py``) and goes back to
-Redis; ``run_job``, the task body, does the same and waits, for a task called any other way.
+    consumer thread: Celery's Request (strategy.py, request.py) ─▶ a pool thread
+    pool thread: the task body ─ run_job(job) ─▶ loop thread: JobRunner.run ─▶ IsolateExecutor
+    pool thread ◀─ JobEnd (summary, fault code) ─┘               (spawned children run V8)
+    revoke (remote control) ─ revoke(job id) ─▶ loop thread: the job ends with CANCELLED
 
 The worker process itself never loads V8: isolates run in children the executor spawns
 (never forks), so the worker stays safe to fork and to run under any Celery pool that does
@@ -27,7 +26,8 @@ import logging
 import os
 import socket
 import threading
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from ..._config import UNSET, Ceilings
 from ..._executor import IsolateExecutor
@@ -35,11 +35,14 @@ from ..errors import BROKER_ERRORS
 from ..redis.client import make_client
 from ..redis.keys import worker_queue
 from ..settings import BrokerSettings, WorkerSettings
+from .job import JobEnd
 from .runner import JobRunner
 
 __all__ = ["WorkerRuntime"]
 
 log = logging.getLogger("codemode.fleet.worker")
+
+T = TypeVar("T")
 
 WARM_UP_CODE = "() => 0"
 STOP_TIMEOUT_S = 15.0
@@ -62,7 +65,7 @@ class WorkerRuntime:
         self._lock = threading.Lock()
         self._closed = False
         self._closing = False
-        self._jobs: set[concurrent.futures.Future[str]] = set()
+        self._jobs: set[concurrent.futures.Future[JobEnd]] = set()
         """Jobs submitted and not yet ended: ``close`` lets them end first."""
 
     def start(self) -> None:
@@ -100,9 +103,9 @@ class WorkerRuntime:
         self._runner = JobRunner(self._executor, client, self.settings, self.worker_id)
         self._keep_alive = asyncio.ensure_future(self._runner.keep_alive())
 
-    def submit(self, job: Any) -> concurrent.futures.Future[str]:
+    def submit(self, job: Any) -> concurrent.futures.Future[JobEnd]:
         """Start one job on the loop, from any thread; the future ends with the job and
-        holds its one-line summary. Raises ``RuntimeError`` once the worker is closing (the
+        holds how it ended. Raises ``RuntimeError`` once the worker is closing (the
         job's message, left unacked, goes back to the queue)."""
         self.start()
         with self._lock:
@@ -114,9 +117,34 @@ class WorkerRuntime:
         future.add_done_callback(self._jobs.discard)
         return future
 
-    def run_job(self, job: Any) -> str:
-        """Run one job to its end; returns a summary for the log."""
+    def call(self, work: Callable[[IsolateExecutor], Coroutine[Any, Any, T]]) -> T:
+        """Run ``work`` with this worker's isolate pool on the loop and wait for its end,
+        from a Celery pool thread (the canvas task, ``canvas.py``)."""
+        self.start()
+        assert self._loop is not None and self._executor is not None
+        return asyncio.run_coroutine_threadsafe(work(self._executor), self._loop).result()
+
+    def run_job(self, job: Any) -> JobEnd:
+        """Run one job to its end; returns how it ended."""
         return self.submit(job).result()
+
+    def revoke(self, job_id: str) -> None:
+        """End the job ``job_id`` with CANCELLED, from any thread: now if it runs here, or
+        as it starts."""
+        loop, runner = self._loop, self._runner
+        if loop is None or runner is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs
+            loop.call_soon_threadsafe(runner.revoke, job_id)
+
+    def cancel_unstarted(self, job: Any) -> None:
+        """Tell the host of ``job`` (its data), revoked before it started, that it never
+        will (CANCELLED, ``started=False``), from any thread."""
+        loop, runner = self._loop, self._runner
+        if loop is None or runner is None:
+            return
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(runner.cancel_unstarted(job), loop)
 
     def drain(self) -> None:
         """Take no more jobs, and let the running ones end: each is bounded by its own

@@ -1,0 +1,228 @@
+"""codemode jobs in Celery canvas: ``codemode.run`` as a signature for ``chain``, ``group``
+and ``chord``, for jobs that no host waits on.
+
+An execute job (:class:`~codemode.fleet.FleetExecutor`) has a host on its reply channel
+for the tool calls and the outcome. A canvas job has none: its tools are the worker's own
+(``CODEMODE_WORKER_TOOLS``, a :class:`codemode.ToolRegistry`), and its outcome goes where
+Celery puts any task's result (the result backend, ``CODEMODE_RESULT_BACKEND``; the next
+task of a chain; a chord's callback)::
+
+    from celery import chord
+    from codemode.fleet.canvas import canvas_app, run_signature
+
+    app = canvas_app()  # the fleet's broker and result backend, JSON only
+    squares = [run_signature("(n) => n * n", inputs=n, app=app) for n in range(10)]
+    total = chord(squares)(run_signature("(rs) => rs.reduce((a, r) => a + r.result, 0)", app=app))
+    total.get(timeout=60)["result"]  # 285
+
+What the task returns is plain JSON: ``Outcome.to_dict()`` (``result``, ``error``,
+``logs``, and ``attempts`` after a retry). A program's own failure is ``error``, as
+everywhere. A fault of the executor (``ExecutorError``) is, by the job's ``on_fault``:
+
+- ``"raise"`` (the default): the task fails with :class:`CanvasFault`, which carries
+  ``code``, ``message``, ``retryable`` and ``started`` through the JSON result backend
+  (its arguments are exactly those four). A chain stops; a ``link_error`` fires and finds
+  the fault with ``AsyncResult(task_id).result``; ``.get()`` raises it.
+- ``"return"``: the task succeeds with a fault result, ``{"result": None, "error":
+  message, "logs": [], "fault": {code, message, retryable, started}}``: a chord's callback
+  gets every job, served or not, and branches on ``"fault"`` (:func:`fault_of`). A chord
+  whose header jobs raise calls no callback.
+
+Before either, the worker retries the faults :class:`codemode.RetryPolicy` would (a
+retryable fault with ``started=False``, or any retryable fault of a job marked
+``idempotent``) with Celery's own retry, declared on the task (``autoretry_for`` with
+exponential back-off and jitter, ``max_retries``): the retries are Celery's, visible as
+``RETRY`` states, with the same task id.
+
+This module is the contract both sides read, like ``wire.py``: the task name, the job's
+fields (:class:`CanvasJob`, checked by the host as it builds a signature and by the worker
+as it takes one), the fault and the fault result. The worker's task is
+``worker/canvas.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from .._faults import ExecutorError, InvalidRequest
+from .settings import BrokerSettings
+
+__all__ = [
+    "CANVAS_TASK_NAME",
+    "CanvasFault",
+    "CanvasJob",
+    "RetriedFault",
+    "canvas_app",
+    "fault_of",
+    "fault_result",
+    "run_signature",
+]
+
+CANVAS_TASK_NAME: Final = "codemode.run"
+"""The canvas task every worker registers."""
+
+JOB_FIELDS: Final = "code, and optionally inputs, timeout, modules, idempotent and on_fault"
+
+
+class CanvasJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A canvas job's keyword arguments (plain JSON in the task message).
+
+    ``inputs`` absent: the entry function gets the previous task's result when there is
+    one (a chain's last result, a chord's list of results), else nothing. ``timeout`` is
+    in ms (the worker's ceiling applies). ``idempotent``: running the program twice
+    repeats no side effect that matters, so a fault with ``started=True`` may be retried.
+    """
+
+    code: str
+    inputs: Any | msgspec.UnsetType = msgspec.UNSET
+    timeout: float | None = None
+    modules: dict[str, Any] | None = None
+    idempotent: bool = False
+    on_fault: Literal["raise", "return"] = "raise"
+
+    @classmethod
+    def of(cls, kwargs: object, previous: tuple[Any, ...] = ()) -> CanvasJob:
+        """The job from a task's kwargs and positional arguments (what the canvas passed
+        on); raises :class:`InvalidRequest` saying what is wrong."""
+        try:
+            job = msgspec.convert(kwargs, cls)
+        except msgspec.ValidationError as exc:
+            raise InvalidRequest(
+                f"The {CANVAS_TASK_NAME} job is malformed ({exc}); nothing ran. It takes {JOB_FIELDS}."
+            ) from None
+        if len(previous) > 1:
+            raise InvalidRequest(
+                f"{CANVAS_TASK_NAME} takes at most one positional argument, the previous task's "
+                f"result, got {len(previous)}; nothing ran. Pass the job as keyword arguments."
+            )
+        if previous and job.inputs is not msgspec.UNSET:
+            raise InvalidRequest(
+                f"This {CANVAS_TASK_NAME} job got the previous task's result and inputs of its own; "
+                "nothing ran. Leave inputs out to receive the result, or make the signature "
+                "immutable (run_signature(..., immutable=True)) to ignore it."
+            )
+        if previous:
+            job = msgspec.structs.replace(job, inputs=previous[0])
+        return job
+
+    def kwargs(self) -> dict[str, Any]:
+        """The task's keyword arguments (defaults and an absent ``inputs`` left out)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+class CanvasFault(Exception):
+    """A fault of the executor that ended a canvas job, as data: ``code``, ``message``,
+    ``retryable`` and ``started`` (whether the program had begun, so whether running it
+    again can repeat a tool's side effect). Its arguments are those four, so Celery's JSON
+    result backend rebuilds it on the host (``AsyncResult.result``, ``.get()``)."""
+
+    def __init__(self, code: str, message: str, retryable: bool = False, started: bool = False) -> None:
+        super().__init__(code, message, retryable, started)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.started = started
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    @classmethod
+    def of(cls, error: ExecutorError) -> CanvasFault:
+        return cls(error.code, error.message, bool(error.retryable), bool(error.started))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "started": self.started,
+        }
+
+
+class RetriedFault(CanvasFault):
+    """A fault the worker retries (the task's ``autoretry_for``): seen as the reason of a
+    ``RETRY`` state, never as a job's final result."""
+
+
+def fault_result(fault: CanvasFault) -> dict[str, Any]:
+    """What a job with ``on_fault="return"`` returns for a fault: the keys of a served
+    outcome (``error`` is the fault's sentence, so ``error is None`` still means served
+    and fine) and ``fault``."""
+    return {"result": None, "error": fault.message, "logs": [], "fault": fault.to_dict()}
+
+
+def fault_of(value: object) -> CanvasFault | None:
+    """The fault in a canvas job's result (a fault result, or a :class:`CanvasFault`);
+    ``None`` for a served outcome (whose program may still have failed: see ``error``)."""
+    if isinstance(value, CanvasFault):
+        return value
+    data = value.get("fault") if isinstance(value, dict) else None
+    if not isinstance(data, dict):
+        return None
+    return CanvasFault(
+        str(data.get("code", "")),
+        str(data.get("message", "")),
+        bool(data.get("retryable", False)),
+        bool(data.get("started", False)),
+    )
+
+
+def canvas_app(settings: BrokerSettings | None = None, *, name: str = "codemode-canvas") -> Any:
+    """A Celery app for sending canvas jobs and reading their results: the fleet's broker,
+    result backend and serializers (JSON only), from ``settings`` (default: the
+    environment, ``CODEMODE_REDIS_URL`` and ``CODEMODE_RESULT_BACKEND``). Groups and
+    chords need a result backend, set here and on the workers."""
+    from celery import Celery
+
+    settings = BrokerSettings.from_env() if settings is None else settings
+    app = Celery(name, set_as_current=False)
+    app.conf.update(settings.celery_config())
+    return app
+
+
+def run_signature(
+    code: str,
+    *,
+    inputs: Any = msgspec.UNSET,
+    timeout: float | None = None,
+    modules: dict[str, Any] | None = None,
+    idempotent: bool = False,
+    on_fault: Literal["raise", "return"] = "raise",
+    immutable: bool = False,
+    app: Any = None,
+    **options: Any,
+) -> Any:
+    """A ``codemode.run`` signature (``celery.Signature``) for ``code``, to put in a chain,
+    group or chord, or to ``apply_async()``.
+
+    ``inputs``: the entry function's one argument (JSON); left out, the program gets the
+    previous task's result in a chain or chord. ``immutable``: the previous result is not
+    passed (Celery's ``.si()``). ``on_fault``: ``"raise"`` or ``"return"``, see the module
+    docstring. ``app``: the Celery app that sends it (:func:`canvas_app`; default: Celery's
+    current app). ``options`` are Celery's (``queue``, ``link_error``, ``countdown``, ...).
+
+    Raises :class:`codemode.InvalidRequest` for a job no worker would run.
+    """
+    fields: dict[str, Any] = {"code": code, "idempotent": idempotent, "on_fault": on_fault}
+    if inputs is not msgspec.UNSET:
+        fields["inputs"] = inputs
+    if timeout is not None:
+        fields["timeout"] = timeout
+    if modules is not None:
+        fields["modules"] = modules
+    job = CanvasJob.of(fields)
+    try:
+        msgspec.json.encode(fields)
+    except (TypeError, OverflowError) as exc:
+        raise InvalidRequest(
+            f"The {CANVAS_TASK_NAME} job must be JSON data ({exc}); inputs and modules travel "
+            "in the task message."
+        ) from None
+    if app is None:
+        from celery import signature
+
+        return signature(CANVAS_TASK_NAME, kwargs=job.kwargs(), immutable=immutable, **options)
+    return app.signature(CANVAS_TASK_NAME, kwargs=job.kwargs(), immutable=immutable, **options)
