@@ -11,6 +11,7 @@ import pytest
 
 from codemode import (
     NETWORK_DISABLED,
+    Executor,
     ExecutorError,
     HandleLost,
     InvalidRequest,
@@ -19,20 +20,21 @@ from codemode import (
     tool_error,
     tool_result,
 )
+from codemode._contract import ModuleSource
 
 pytestmark = pytest.mark.anyio
 
 STORE = [{"name": "store", "tools": ["get", "put"]}]
 
 
-async def test_result_is_json_data(executor: Any) -> None:
+async def test_result_is_json_data(executor: Executor) -> None:
     outcome = await executor.execute("async () => ({ answer: 6 * 7, list: [1, 'a', null] })")
     assert isinstance(outcome, Outcome)
     assert outcome.error is None
     assert outcome.result == {"answer": 42, "list": [1, "a", None]}
 
 
-async def test_logs_keep_level_and_text(executor: Any) -> None:
+async def test_logs_keep_level_and_text(executor: Executor) -> None:
     outcome = await executor.execute(
         "async () => { console.log('a', 1); console.warn('careful'); console.error('bad'); return 0 }"
     )
@@ -43,7 +45,7 @@ async def test_logs_keep_level_and_text(executor: Any) -> None:
     ]
 
 
-async def test_throw_is_an_error_not_an_exception(executor: Any) -> None:
+async def test_throw_is_an_error_not_an_exception(executor: Executor) -> None:
     outcome = await executor.execute(
         "async () => { console.log('before'); throw new Error('the order was not found') }"
     )
@@ -52,12 +54,12 @@ async def test_throw_is_an_error_not_an_exception(executor: Any) -> None:
     assert [e.text for e in outcome.logs] == ["before"]
 
 
-async def test_timeout_has_the_declared_text(executor: Any) -> None:
+async def test_timeout_has_the_declared_text(executor: Executor) -> None:
     outcome = await executor.execute("() => { while (true) {} }", timeout=300)
     assert outcome.error == timeout_text(300)
 
 
-async def test_tool_calls_reach_dispatch_and_return(executor: Any) -> None:
+async def test_tool_calls_reach_dispatch_and_return(executor: Executor) -> None:
     seen: list[tuple[str, str, str]] = []
 
     def dispatch(provider: str, tool: str, args_json: str) -> str:
@@ -75,7 +77,7 @@ async def test_tool_calls_reach_dispatch_and_return(executor: Any) -> None:
     assert seen == [("store", "get", '["o-1"]'), ("store", "get", '["o-2"]')]
 
 
-async def test_promise_all_runs_tool_calls_concurrently(executor: Any) -> None:
+async def test_promise_all_runs_tool_calls_concurrently(executor: Executor) -> None:
     arrived = 0
     both = asyncio.Event()
 
@@ -97,7 +99,7 @@ async def test_promise_all_runs_tool_calls_concurrently(executor: Any) -> None:
     assert outcome.result == [1, 2, 3]
 
 
-async def test_a_flood_of_concurrent_calls_is_answered_call_by_call(executor: Any) -> None:
+async def test_a_flood_of_concurrent_calls_is_answered_call_by_call(executor: Executor) -> None:
     """2,000 calls in flight at once: each answer reaches its own call (in the fleet the
     first call's push rides with the reader's BLPOP, and the rest go up on their own
     while that BLPOP waits), and none is lost or answered twice."""
@@ -123,7 +125,7 @@ async def test_a_flood_of_concurrent_calls_is_answered_call_by_call(executor: An
     assert sorted(seen) == list(range(2000))
 
 
-async def test_calls_still_open_at_the_deadline_end_with_the_run(executor: Any) -> None:
+async def test_calls_still_open_at_the_deadline_end_with_the_run(executor: Executor) -> None:
     """A run that times out with 200 calls open ends with the timeout's text; the answers
     that come after are dropped, and the next run is served as usual."""
     release = asyncio.Event()
@@ -151,7 +153,7 @@ async def test_calls_still_open_at_the_deadline_end_with_the_run(executor: Any) 
     assert after.result == [2, 3]
 
 
-async def test_an_undeclared_tool_name_reaches_dispatch(executor: Any) -> None:
+async def test_an_undeclared_tool_name_reaches_dispatch(executor: Executor) -> None:
     seen: list[tuple[str, str]] = []
 
     def dispatch(provider: str, tool: str, args_json: str) -> str:
@@ -169,7 +171,7 @@ async def test_an_undeclared_tool_name_reaches_dispatch(executor: Any) -> None:
     assert outcome.result == "store.dropAll is not a tool this host serves."
 
 
-async def test_a_dispatch_that_raises_rejects_the_call(executor: Any) -> None:
+async def test_a_dispatch_that_raises_rejects_the_call(executor: Executor) -> None:
     def dispatch(provider: str, tool: str, args_json: str) -> str:
         raise RuntimeError("database password is hunter2")
 
@@ -186,7 +188,7 @@ async def test_a_dispatch_that_raises_rejects_the_call(executor: Any) -> None:
     assert "hunter2" not in outcome.result
 
 
-async def test_an_oversized_tool_reply_rejects_the_call(executor: Any) -> None:
+async def test_an_oversized_tool_reply_rejects_the_call(executor: Executor) -> None:
     def dispatch(provider: str, tool: str, args_json: str) -> str:
         return tool_result("x" * (2 * 1024 * 1024))
 
@@ -199,7 +201,7 @@ async def test_an_oversized_tool_reply_rejects_the_call(executor: Any) -> None:
     assert outcome.result.startswith("The tool store.get answered with more than the")
 
 
-async def test_outbound_none_rejects_fetch_with_the_declared_text(executor: Any) -> None:
+async def test_outbound_none_rejects_fetch_with_the_declared_text(executor: Executor) -> None:
     probe = await executor.execute("() => typeof fetch", outbound=None)
     if probe.result != "function":
         pytest.skip("the guest's fetch is not installed in this build yet")
@@ -222,7 +224,7 @@ async def test_outbound_none_rejects_fetch_with_the_declared_text(executor: Any)
         {"code": "() => 1", "outbound": "everything"},
     ],
 )
-async def test_invalid_request_raises_invalid_request(executor: Any, bad: dict[str, Any]) -> None:
+async def test_invalid_request_raises_invalid_request(executor: Executor, bad: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequest) as info:
         await executor.execute(**bad)
     assert isinstance(info.value, ExecutorError)
@@ -230,14 +232,14 @@ async def test_invalid_request_raises_invalid_request(executor: Any, bad: dict[s
     assert info.value.started is False
 
 
-async def test_the_guest_has_no_process(executor: Any) -> None:
+async def test_the_guest_has_no_process(executor: Executor) -> None:
     outcome = await executor.execute("() => [typeof process === 'undefined', typeof require, typeof Buffer]")
     assert outcome.result == [True, "undefined", "undefined"]
     bare = await executor.execute("() => process.version")
     assert bare.error is not None and "process is not defined" in bare.error
 
 
-async def test_an_outbound_policy_decides_every_request_in_the_host(executor: Any) -> None:
+async def test_an_outbound_policy_decides_every_request_in_the_host(executor: Executor) -> None:
     from codemode import OutboundRequest, OutboundResponse
 
     probe = await executor.execute("() => typeof fetch", outbound=None)
@@ -273,7 +275,7 @@ async def test_an_outbound_policy_decides_every_request_in_the_host(executor: An
     ]
 
 
-async def test_the_basic_handle_flow(executor: Any) -> None:
+async def test_the_basic_handle_flow(executor: Executor) -> None:
     def dispatch(provider: str, tool: str, args_json: str) -> str:
         return tool_result(msgspec.json.decode(args_json)[0] * 10)
 
@@ -324,8 +326,8 @@ async def test_the_basic_handle_flow(executor: Any) -> None:
     assert plain.result == 42 and plain.handle is None
 
 
-async def test_modules_cross_as_data_and_import_resolves(executor: Any) -> None:
-    modules = {
+async def test_modules_cross_as_data_and_import_resolves(executor: Executor) -> None:
+    modules: dict[str, ModuleSource] = {
         "lib/math": "export const add = (a, b) => a + b\nexport default 7\n",
         "lib/cfg": {"type": "json", "value": {"n": 3}},
         "lib/cjs": {"type": "cjs", "source": "module.exports = { twice: (x) => 2 * x }\n"},
@@ -346,7 +348,7 @@ async def test_modules_cross_as_data_and_import_resolves(executor: Any) -> None:
     assert outcome.result[4].startswith("Cannot import 'lib/none': this run can import")
 
 
-async def test_randomness_is_fresh_in_every_isolate(executor: Any) -> None:
+async def test_randomness_is_fresh_in_every_isolate(executor: Executor) -> None:
     code = "async () => [crypto.randomUUID(), Array.from(crypto.getRandomValues(new Uint8Array(8)))]"
     first = await executor.execute(code)
     second = await executor.execute(code)
@@ -359,7 +361,7 @@ DEEP = 1_000
 """Levels of nesting past Python's recursion limit, which msgspec's decoders recurse against."""
 
 
-async def test_a_deeply_nested_tool_reply_rejects_the_call_at_once(executor: Any) -> None:
+async def test_a_deeply_nested_tool_reply_rejects_the_call_at_once(executor: Executor) -> None:
     """A reply nested past the host's decoders rejects its call with a sentence right away
     (it used to escape the reply check and leave the call waiting until the run's timeout);
     the run goes on and its next call is served."""
@@ -388,7 +390,7 @@ def _nested_result(depth: int) -> str:
     return f"() => {{ let v = []; for (let i = 1; i < {depth}; i++) v = [v]; return v }}"
 
 
-async def test_a_deeply_nested_result_crosses_whole_or_is_the_runs_error(executor: Any) -> None:
+async def test_a_deeply_nested_result_crosses_whole_or_is_the_runs_error(executor: Executor) -> None:
     """How deep a result may nest does not depend on how deep the reading stack happens to
     be (each side reads again from a fresh stack): 990 levels cross whole in both
     executors (the fleet's host raised RecursionError, or its worker's outcome never left
@@ -417,7 +419,7 @@ async def test_a_deeply_nested_result_crosses_whole_or_is_the_runs_error(executo
     ids=["status-text", "nested-header", "plain-text"],
 )
 async def test_a_policy_answer_that_is_not_a_response_rejects_the_fetch_at_once(
-    executor: Any, answer: Any
+    executor: Executor, answer: Any
 ) -> None:
     """Whatever a policy answers, the fetch settles: a mapping that does not convert used to
     raise out of the in-process executor's fetch path and leave the fetch waiting for the
@@ -441,7 +443,7 @@ async def test_a_policy_answer_that_is_not_a_response_rejects_the_fetch_at_once(
     assert outcome.result == ["The host's outbound policy returned something that is not a response.", "fine"]
 
 
-async def test_a_policy_response_with_a_text_body_rejects_the_fetch_at_once(executor: Any) -> None:
+async def test_a_policy_response_with_a_text_body_rejects_the_fetch_at_once(executor: Executor) -> None:
     """An OutboundResponse is not checked when it is made: a ``str`` body used to fail
     where the fetch could no longer be answered (in process, encoding the reply; in the
     fleet, the worker's decoding of it), and the fetch waited for the run's timeout."""
