@@ -15,7 +15,7 @@ import redis
 import redis.asyncio as aioredis
 
 import codemode.fleet
-from codemode import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS, JobExpired, Outcome
+from codemode import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS, JobExpired, LogEntry, Outcome, ProgramError
 from codemode._faults import FaultData
 from codemode._outbound import OutboundRequest
 from codemode.fleet.redis.channel import pop, push
@@ -36,6 +36,7 @@ from codemode.fleet.wire import (
     FetchCall,
     Finished,
     JobSpec,
+    LogLine,
     Started,
     ToolReply,
     decode_down,
@@ -222,6 +223,10 @@ def test_channel_messages_round_trip_and_refuse_garbage() -> None:
         Started("w:1"),
         FetchCall(2, OutboundRequest("GET", "https://a/", [("a", "b")], b"\x00")),
         Finished(Outcome(result=[1, "x"], logs=[])),
+        Finished(
+            Outcome(error="bad", error_detail=ProgramError("TypeError", "bad", 2, 5, ("at program:2:5",)))
+        ),
+        LogLine(LogEntry("warn", "careful")),
         Failed(FaultData("JOB_EXPIRED", "late", True)),
     ]
     for message in up:
