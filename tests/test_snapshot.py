@@ -74,7 +74,7 @@ def test_a_new_context_starts_with_the_runtime_already_installed() -> None:
             " typeof (() => 0).__codemode_boot, typeof __codemode_preload, typeof setTimeout]"))
         await asyncio.to_thread(booted.close)
         import mmap
-        from codemode._child.miniracer_internals import _protection
+        from codemode._child.miniracer_snapshot import _protection
         pages = [_protection(slot) == mmap.PROT_READ for slot in snapshot.redirected]
         return [child.snapshot_refused, snapshot.installed(), bare, after, pages]
     """)
@@ -121,9 +121,9 @@ def test_a_build_of_another_layout_is_refused_before_anything_changes() -> None:
 
 
 def _snapshot_module() -> Any:
-    from codemode._child import miniracer_internals
+    from codemode._child import miniracer_snapshot
 
-    return miniracer_internals
+    return miniracer_snapshot
 
 
 @pytest.mark.parametrize("mode", ["on", "off"])
