@@ -3,9 +3,9 @@ codemode's dependencies do on Linux and macOS; asyncio's own elsewhere, or every
 ``CODEMODE_LOOP=asyncio`` in the host's environment (children inherit it).
 
 The loop's own work (its iterations, callbacks, timers and the wake-ups from the isolate's
-thread) is a good part of what a run costs a child. Measured side by side on the benchmark
-machine, in alternating blocks (``benchmarks/bench.py --env-ab CODEMODE_LOOP=...``): a
-child on uvloop spent 2-14% less CPU on a trivial run and 11-21% less on a tool call.
+thread) is a good part of what a run costs a child, and uvloop's costs less of it, on a
+trivial run and more so on a tool call (``benchmarks/bench.py --env-ab CODEMODE_LOOP=...``
+measures the two side by side).
 
 Only the children's loops: the host's loop is the host's (an async host runs codemode on its
 own). The sync facade's thread keeps asyncio's: with it on uvloop, one full test run hung

@@ -2,7 +2,8 @@
 
 ``asyncio.Semaphore`` does the same, except that a waiter cancelled in line removes itself
 from the semaphore's list, one scan each: a run that ends with tens of thousands of
-requests in line (a program that started them all at once) took 10 s just to cancel them.
+requests in line (a program that started them all at once) spent seconds just cancelling
+them.
 Here a cancelled turn stays in the line and is skipped when it comes up.
 """
 

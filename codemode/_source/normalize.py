@@ -258,8 +258,8 @@ def entry_form_problem(code: str) -> bool:
 
     Every run asks, before any child is involved; the answer is kept for the last 128
     programs (up to 64 Ki characters each), since a program that runs again (a retry, a loop of the
-    same script over new inputs) would otherwise be parsed again: ~0.05-0.2 ms of the
-    host's CPU per run for a few hundred bytes, depending on the machine's phase."""
+    same script over new inputs) would otherwise be parsed again, on the host's CPU, every
+    run."""
     if len(code) > _KEPT_PROGRAM_CHARS:
         return _entry_form_problem(code)
     return _kept_entry_form_problem(code)
