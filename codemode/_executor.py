@@ -17,7 +17,7 @@ import hashlib
 import itertools
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -40,8 +40,8 @@ from ._config import (
     config_object,
 )
 from ._contract import JSONValue, LogCallback, ModuleSource, ProviderSpec
-from ._dispatch import Dispatcher, RunThreads, dispatch_threads
-from ._faults import Disposed, InvalidRequest, QueueFull, WorkerCrashed
+from ._dispatch import CallMessage, Dispatcher, RunThreads, dispatch_threads
+from ._faults import Disposed, ExecutorError, InvalidRequest, QueueFull, WorkerCrashed
 from ._handles import (
     DEFAULT_HANDLE_IDLE_TTL_S,
     HandleTable,
@@ -68,8 +68,11 @@ from ._source.normalize import entry_form_problem
 from ._source.transform import rewrite_dynamic_imports
 from ._texts import ENTRY_FORM
 from ._worker import ActiveRun, NeverStarted, SpawnSettings
+from .metrics.tally import PoolCensus, Tally
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from ._outbound import OutboundPolicy
 
 __all__ = ["IsolateExecutor", "SyncIsolateExecutor"]
@@ -88,6 +91,37 @@ def _network(outbound: Any) -> str:
     if outbound is None:
         return "none"
     return "policy" if callable(outbound) else "host"
+
+
+def _timed_call(dispatcher: Dispatcher, tally: Tally) -> Callable[[CallMessage], Awaitable[str]]:
+    """``dispatcher.call``, each call's latency and outcome counted (metrics on)."""
+
+    async def call(message: CallMessage) -> str:
+        started = time.monotonic()
+        envelope = await dispatcher.call(message)
+        tally.tool_done(envelope, started)
+        return envelope
+
+    return call
+
+
+def _timed_forward(
+    dispatcher: Dispatcher, tally: Tally | None
+) -> Callable[[CallMessage, Callable[[str], object]], None]:
+    """``dispatcher.forward``, each call's latency and outcome counted when metrics are on."""
+    if tally is None:
+        return dispatcher.forward
+
+    def forward(message: CallMessage, answer: Callable[[str], object]) -> None:
+        started = time.monotonic()
+
+        def answered(envelope: str) -> None:
+            tally.tool_done(envelope, started)
+            answer(envelope)
+
+        dispatcher.forward(message, answered)
+
+    return forward
 
 
 class IsolateExecutor:
@@ -150,6 +184,29 @@ class IsolateExecutor:
         self._handles = HandleTable(max_handles, check_handle_idle_ttl(handle_idle_ttl))
         self._bundles: dict[str, str] = {}
         self._dispatch_threads = dispatch_threads(self.config.pool.max_workers)
+        self._tally: Tally | None = None
+        self._metrics_registry: CollectorRegistry | None = None
+
+    # ---- metrics ------------------------------------------------------------------
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry:
+        """This executor's Prometheus metrics (``prometheus_client.CollectorRegistry``),
+        for the host to serve (docs/observability.md). Counting starts when this is first
+        read; it needs ``pip install 'codemode[metrics]'``."""
+        if self._metrics_registry is None:
+            from .metrics import registry_of
+
+            tally = Tally(self._census)
+            self._metrics_registry = registry_of(tally)
+            self._tally = tally
+            if self._pool is not None:
+                self._pool.tally = tally
+        return self._metrics_registry
+
+    def _census(self) -> PoolCensus | None:
+        pool = self._pool
+        return None if pool is None else pool.census()
 
     # ---- life cycle ---------------------------------------------------------------
 
@@ -192,6 +249,7 @@ class IsolateExecutor:
         loop = asyncio.get_running_loop()
         if self._pool is None:
             self._pool = Pool(self.config.pool, self._settings)
+            self._pool.tally = self._tally
             self._loop = loop
         elif self._loop is not loop:
             raise InvalidRequest(
@@ -226,6 +284,38 @@ class IsolateExecutor:
         Raises :class:`ExecutorError` (QUEUE_FULL, WORKER_CRASHED, DISPOSED,
         INVALID_REQUEST, ...) only when the executor itself could not serve the call.
         """
+        tally = self._tally
+        if tally is None:
+            return await self._execute(
+                code, inputs, providers, dispatch, outbound, modules, timeout, count_host_waits,
+                retain_handles, on_log, None,
+            )  # fmt: skip
+        started = time.monotonic()
+        try:
+            outcome = await self._execute(
+                code, inputs, providers, dispatch, outbound, modules, timeout, count_host_waits,
+                retain_handles, on_log, tally,
+            )  # fmt: skip
+        except ExecutorError as exc:
+            tally.job_fault(exc.code, started)
+            raise
+        tally.job_done(outcome, started)
+        return outcome
+
+    async def _execute(
+        self,
+        code: str,
+        inputs: JSONValue | Unset,
+        providers: Sequence[ProviderSpec] | None,
+        dispatch: Dispatch | None,
+        outbound: OutboundPolicy | Unset | None,
+        modules: Mapping[str, ModuleSource] | Unset | None,
+        timeout: float | Unset | None,
+        count_host_waits: bool | Unset | None,
+        retain_handles: bool,
+        on_log: LogCallback | None,
+        tally: Tally | None,
+    ) -> Outcome:
         live = None if on_log is None else LiveLogs(on_log)
         request = resolve_request(
             self.config,
@@ -254,8 +344,11 @@ class IsolateExecutor:
                 "another. Nothing ran."
             )
         attempts = 4 * self.config.pool.max_workers + 4
+        waited_from = time.monotonic() if tally is not None else 0.0
         for attempt in range(attempts):
             worker = await pool.acquire(admitted=attempt > 0)
+            if tally is not None:
+                tally.queue_wait.observe(time.monotonic() - waited_from)
             try:
                 outcome = await self._run_on(worker, request, code, bundle_key, bundle, live)
             except NeverStarted:
@@ -349,12 +442,13 @@ class IsolateExecutor:
                     fetch.request_json, request.outbound, deadline=limit, max_bytes=max_bytes
                 )
 
+        tally = self._tally
         active = ActiveRun(
             msg=msg,
             future=loop.create_future(),
-            on_call=dispatcher.call,
+            on_call=dispatcher.call if tally is None else _timed_call(dispatcher, tally),
             on_fetch=on_fetch,
-            forward=dispatcher.forward if dispatcher.forwards else None,
+            forward=None if not dispatcher.forwards else _timed_forward(dispatcher, tally),
             on_log=None if live is None else live.entry,
         )
         worker.begin(active)
@@ -553,6 +647,11 @@ class SyncIsolateExecutor:
     @property
     def standby_pid(self) -> int | None:
         return self._async.standby_pid
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry:
+        """:attr:`IsolateExecutor.metrics_registry`."""
+        return self._async.metrics_registry
 
     def dispose(self) -> None:
         if self._closed:

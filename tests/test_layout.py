@@ -40,6 +40,7 @@ FLEET_SHARED = (
     "codemode.fleet.settings",
     "codemode.fleet.redis",
     "codemode.fleet.canvas",
+    "codemode.fleet.signing",
 )
 """What the fleet's host side and worker side may both import from the fleet."""
 

@@ -37,6 +37,7 @@ from typing import Any
 from .._config import PoolConfig
 from .._faults import Disposed, ExecutorError, QueueFull, WorkerCrashed
 from .._worker import SpawnSettings, Worker
+from ..metrics.tally import PoolCensus, Tally, exit_cause
 
 __all__ = ["Pool"]
 
@@ -73,6 +74,8 @@ class Pool:
         """The spare child a slot adopts when its own exits (``pool.standby``)."""
         self._standby_starting = False
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.tally: Tally | None = None
+        """The executor's metrics, when they are on: children that exit are counted here."""
 
     # ---- workers ------------------------------------------------------------------
 
@@ -203,6 +206,16 @@ class Pool:
             log.info("worker %s exited (planned); replacing it", worker.id)
         else:
             log.warning("worker %s exited unexpectedly (status %s); replacing it", worker.id, returncode)
+        if self.tally is not None:
+            ready = worker.ready.done() and not worker.ready.cancelled() and worker.ready.exception() is None
+            self.tally.child_exited(
+                exit_cause(
+                    planned=worker.recycling,
+                    ready=ready,
+                    out_of_memory=worker.said_out_of_memory,
+                    returncode=returncode,
+                )
+            )
         self._fill()
 
     # ---- callers ------------------------------------------------------------------
@@ -253,6 +266,19 @@ class Pool:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 self._offer(waiter.result())
             raise
+
+    def census(self) -> PoolCensus:
+        """Children by state and callers in line, now (read by a metrics scrape, from any
+        thread: lengths only, nothing that iterates what the loop changes)."""
+        idle = len(self._idle)
+        present = sum(1 for worker in tuple(self._slots.values()) if worker is not None)
+        return PoolCensus(
+            busy=max(0, present - idle),
+            idle=idle,
+            starting=len(self._starting),
+            waiting=len(self._waiters),
+            admission_limit=self.config.max_workers + self.config.max_queue,
+        )
 
     def worker_pids(self) -> list[int]:
         return [w.pid for w in self._slots.values() if w is not None and w.pid is not None]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from codemode.fleet.host.producer import CeleryMessages, queue_key
+from codemode.fleet.host.producer import ENQUEUED_HEADER, CeleryMessages, queue_key
 from codemode.fleet.settings import TASK_NAME, BrokerSettings
 from codemode.fleet.wire import JobSpec, job_from_celery, job_to_celery
 
@@ -80,6 +80,8 @@ def test_the_message_is_the_one_send_task_writes(settings: BrokerSettings, redis
     }
     for field in VOLATILE_HEADERS:
         assert ours["headers"].pop(field) >= theirs["headers"].pop(field)
+    # codemode's own header (the queue-wait metric's start); unsigned settings: no signature.
+    assert ours["headers"].pop(ENQUEUED_HEADER) == spec.start_by_ms - settings.queue_timeout_ms
     assert ours["headers"] == theirs["headers"]
     # send_task also repeats the argument reprs among the properties; nothing reads them there.
     for field in ("argsrepr", "kwargsrepr"):

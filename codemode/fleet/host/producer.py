@@ -21,6 +21,11 @@ never is. ``tests/fleet/test_producer.py`` checks the bytes against a real ``sen
 
 The key a queue's messages live under is kombu's: the queue's name (priority 0; no
 ``global_keyprefix`` is configured, see ``settings.py``).
+
+Two headers of codemode's own ride along: with ``CODEMODE_JOB_KEY`` set, the body's signature
+(:data:`~codemode.fleet.signing.SIGNATURE_HEADER`, ``signing.py``), and
+:data:`ENQUEUED_HEADER`, the Redis time the job was enqueued at, from which a worker's
+metrics tell how long jobs wait in the queue (``worker/metrics.py``).
 """
 
 from __future__ import annotations
@@ -35,9 +40,13 @@ import msgspec
 
 from ..._faults import InvalidRequest
 from ..settings import TASK_NAME, BrokerSettings
+from ..signing import SIGNATURE_HEADER, JobSigner
 from ..wire import MAX_QUEUE_MESSAGE_BYTES, JobSpec
 
-__all__ = ["CeleryMessages", "queue_key", "transport_bytes"]
+__all__ = ["ENQUEUED_HEADER", "CeleryMessages", "queue_key", "transport_bytes"]
+
+ENQUEUED_HEADER = "codemode_enqueued_ms"
+"""The Redis time (ms since the epoch, as the host estimates it) the job was enqueued at."""
 
 
 def queue_key(queue: str) -> str:
@@ -58,6 +67,8 @@ class CeleryMessages:
         self._pid = -1
         self._headers: dict[str, Any] = {}
         self._embed: Any = None
+        self._signer = JobSigner.from_settings(settings)
+        self._queue_timeout_ms = settings.queue_timeout_ms
 
     def _template(self) -> tuple[dict[str, Any], Any]:
         """Celery's headers for this task and the body's last part (callbacks, chain, chord:
@@ -95,6 +106,8 @@ class CeleryMessages:
             # Celery would put a repr of the arguments (the program's code) in the headers
             # too: name the job instead, which is cheaper and keeps the code out of logs.
             "kwargsrepr": f"{{'job': {spec.job_id!r}}}",
+            # The host set the start-by time one queue timeout after it enqueues the job.
+            ENQUEUED_HEADER: spec.start_by_ms - self._queue_timeout_ms,
         }
         # msgspec writes the job struct as the JSON object ``job_to_celery`` would give
         # json.dumps, at a fraction of the cost (the message is built before the job can go).
@@ -105,6 +118,8 @@ class CeleryMessages:
                 f"{MAX_QUEUE_MESSAGE_BYTES} a worker takes from its queue; nothing was enqueued. "
                 "Send less code or smaller modules with it."
             )
+        if self._signer is not None:
+            headers[SIGNATURE_HEADER] = self._signer.sign(body)
         return transport_bytes(
             headers,
             body,

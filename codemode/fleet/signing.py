@@ -1,0 +1,83 @@
+"""Signed jobs: an HMAC over each job message's body, made by producers and checked by workers.
+
+With ``CODEMODE_JOB_KEY`` set, a producer puts ``hmac-sha256=<hex>`` in the task message's
+:data:`SIGNATURE_HEADER`: HMAC-SHA256, under the key, of the message body exactly as the
+producer wrote it (the JSON ``[args, kwargs, embed]`` that carries the job, before kombu's
+base64). A worker with the key set recomputes it over the body it received and refuses a
+message whose header is missing, malformed or different (``worker/intake.py``): anyone who
+can write to the queue but does not hold the key cannot make the fleet run code or call
+tools. The worker acts on the body alone (the job's id, code, providers, deadline and reply
+channel all live there), so the headers need no signature.
+
+Rotation: a worker accepts the current key and ``CODEMODE_JOB_KEY_PREVIOUS``; a producer
+signs with the current one. docs/threat-model.md says what this covers and what it does not.
+
+::
+
+    producer: body ──HMAC(job_key)──▶ headers[codemode_signature] = "hmac-sha256=<hex>"
+    worker:   body ──HMAC(job_key), HMAC(job_key_previous)──▶ one matches? run : refuse
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Final
+
+from .settings import ENV_JOB_KEY, ENV_JOB_KEY_PREVIOUS, BrokerSettings
+
+__all__ = ["SCHEME", "SIGNATURE_HEADER", "JobSigner"]
+
+SIGNATURE_HEADER: Final = "codemode_signature"
+"""The task message header that carries a job's signature."""
+SCHEME: Final = "hmac-sha256="
+"""What a signature starts with; the hex digest follows."""
+_DIGEST_CHARS: Final = hashlib.sha256().digest_size * 2
+
+
+class JobSigner:
+    """Signs job bodies with the current key and checks them against the current and the
+    previous key. Made from the settings: :meth:`from_settings` gives ``None`` when no key
+    is set (jobs are neither signed nor checked)."""
+
+    def __init__(self, key: str, previous: str = "") -> None:
+        self._keys = tuple(k.encode() for k in (key, previous) if k)
+        if not self._keys:
+            raise ValueError(f"a JobSigner needs a key ({ENV_JOB_KEY})")
+
+    @classmethod
+    def from_settings(cls, settings: BrokerSettings) -> JobSigner | None:
+        if not settings.job_key:
+            return None
+        return cls(settings.job_key, settings.job_key_previous)
+
+    def sign(self, body: bytes) -> str:
+        """The header value that signs ``body`` with the current key."""
+        return SCHEME + hmac.new(self._keys[0], body, hashlib.sha256).hexdigest()
+
+    def refusal(self, signature: object, body: object) -> str | None:
+        """Why a message with this header value and this body must not run, or ``None``
+        when a key this worker holds signed it."""
+        if signature is None:
+            return (
+                f"it is not signed (no {SIGNATURE_HEADER} header), and this worker runs only "
+                f"jobs signed with its key ({ENV_JOB_KEY})"
+            )
+        if not (
+            isinstance(signature, str)
+            and signature.startswith(SCHEME)
+            and len(signature) == len(SCHEME) + _DIGEST_CHARS
+        ):
+            return f"its {SIGNATURE_HEADER} header is not {SCHEME}<{_DIGEST_CHARS} hex digits>"
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        if not isinstance(body, bytes):
+            return f"its body is {type(body).__name__}, not bytes that a signature covers"
+        given = signature[len(SCHEME) :].encode("ascii", "replace")
+        for key in self._keys:
+            if hmac.compare_digest(hmac.new(key, body, hashlib.sha256).hexdigest().encode(), given):
+                return None
+        return (
+            f"its signature matches neither {ENV_JOB_KEY} nor {ENV_JOB_KEY_PREVIOUS} of this "
+            "worker: the job was altered after it was signed, or signed with another key"
+        )
