@@ -10,6 +10,7 @@ once per token file, so that a retry can succeed.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -229,3 +230,51 @@ def test_a_malformed_tools_setting_is_refused_before_anything_starts() -> None:
 
     with pytest.raises(SettingsError, match=r"package\.module:name"):
         WorkerSettings.from_env({ENV_WORKER_TOOLS: "canvas_tools.registry"})
+
+
+def test_the_chord_example_fans_out_and_aggregates(canvas: CanvasFleet) -> None:
+    """examples/canvas_chord.py, run as a script against the canvas worker (fewer programs
+    than its default 1,000, to keep the test short)."""
+    count = 120
+    env = {**os.environ, **canvas.settings.env()}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "canvas_chord.py"), "--count", str(count)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    served = [n for n in range(count) if n % 100 != 99]
+    cents = sum(round((n % 7 + 1) * 250 * 1.2) for n in served)
+    assert summary == {"jobs": count, "totalCents": cents, "programErrors": 1, "retried": 0, "faults": {}}
+
+
+DOC_MARK = "tests/fleet/test_canvas.py runs this block"
+
+
+def doc_blocks() -> list[tuple[int, str]]:
+    """The python blocks of docs/pipelines.md marked as run here: (fence line, source)."""
+    lines = (ROOT / "docs" / "pipelines.md").read_text(encoding="utf-8").split("\n")
+    blocks = []
+    for index, line in enumerate(lines):
+        if DOC_MARK in line and lines[index + 1].strip() == "```python":
+            end = lines.index("```", index + 2)
+            blocks.append((index + 2, "\n".join(lines[index + 2 : end])))
+    return blocks
+
+
+def test_the_docs_mark_their_canvas_blocks() -> None:
+    assert len(doc_blocks()) == 2
+
+
+@pytest.mark.parametrize(("line", "source"), doc_blocks(), ids=lambda v: str(v) if isinstance(v, int) else "")
+def test_the_pipelines_docs_canvas_blocks_run_on_the_fleet(
+    canvas: CanvasFleet, line: int, source: str
+) -> None:
+    env = {**os.environ, **canvas.settings.env()}
+    done = subprocess.run(
+        [sys.executable, "-"], input=source, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f"docs/pipelines.md, the block at line {line}:\n{done.stderr[-3000:]}"
