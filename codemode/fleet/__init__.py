@@ -14,6 +14,7 @@ and the Redis plumbing; ``tests/test_layout.py`` checks it)::
                    runner, reader, leases, transport, dead letters, ``codemode worker``
     redis/         links, reply channels, the Lua scripts (lua/*.lua), keys, clock
     wire.py        msgspec messages: the job and both channel directions
+    canvas.py      ``codemode.run`` in Celery canvas: run_signature, CanvasFault (both sides)
     errors.py      Redis/kombu errors as BROKER_UNREACHABLE; the fleet's sentences
     settings.py    every Celery and Redis setting, read from the environment
     testing.py     a private redis-server and worker processes, for tests and benchmarks

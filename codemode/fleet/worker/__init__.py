@@ -5,6 +5,7 @@
     cli.py         ``codemode worker``: flags, settings, Redis answering, then Celery
     app.py         create_app(): the Celery app, its start and stop, jobs_at_once
     tasks.py       the execute and ping tasks
+    canvas.py      ``codemode.run``: canvas jobs (chains, groups, chords), tools and retries
     strategy.py    the execute task's hand-off from Celery's consumer to the runtime
     runtime.py     the process's event loop thread, isolate pool and Redis client
     runner.py      JobRunner: what outlives one job (leases, handles, liveness keys)
