@@ -35,6 +35,7 @@ from .._outcome import LogEntry, Outcome
 from .._request import Provider
 
 __all__ = [
+    "ENQUEUED_HEADER",
     "HANDLES_SCHEMA_VERSION",
     "INPUTS_SCHEMA_VERSION",
     "JOB_SCHEMA_VERSION",
@@ -63,6 +64,10 @@ __all__ = [
     "job_from_celery",
     "job_to_celery",
 ]
+
+ENQUEUED_HEADER: Final = "codemode_enqueued_ms"
+"""A job message's header: the Redis time (ms since the epoch, as the host estimated it) it
+was enqueued at; a worker's metrics measure queue waits from it (``worker/metrics.py``)."""
 
 MAX_QUEUE_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 """The largest task message a worker takes from its queue (a larger one is dropped unread,

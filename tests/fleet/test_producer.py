@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import redis
 
-from codemode.fleet.host.producer import ENQUEUED_HEADER, CeleryMessages, queue_key
+from codemode.fleet.host.producer import CeleryMessages, queue_key
 from codemode.fleet.settings import TASK_NAME, BrokerSettings
-from codemode.fleet.wire import JobSpec, job_from_celery, job_to_celery
+from codemode.fleet.wire import ENQUEUED_HEADER, JobSpec, job_from_celery, job_to_celery
 
 pytestmark = pytest.mark.fleet
 

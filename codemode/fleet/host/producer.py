@@ -24,7 +24,7 @@ The key a queue's messages live under is kombu's: the queue's name (priority 0; 
 
 Two headers of codemode's own ride along: with ``CODEMODE_JOB_KEY`` set, the body's signature
 (:data:`~codemode.fleet.signing.SIGNATURE_HEADER`, ``signing.py``), and
-:data:`ENQUEUED_HEADER`, the Redis time the job was enqueued at, from which a worker's
+:data:`~codemode.fleet.wire.ENQUEUED_HEADER`, the Redis time the job was enqueued at, from which a worker's
 metrics tell how long jobs wait in the queue (``worker/metrics.py``).
 """
 
@@ -41,12 +41,9 @@ import msgspec
 from ..._faults import InvalidRequest
 from ..settings import TASK_NAME, BrokerSettings
 from ..signing import SIGNATURE_HEADER, JobSigner
-from ..wire import MAX_QUEUE_MESSAGE_BYTES, JobSpec
+from ..wire import ENQUEUED_HEADER, MAX_QUEUE_MESSAGE_BYTES, JobSpec
 
-__all__ = ["ENQUEUED_HEADER", "CeleryMessages", "queue_key", "transport_bytes"]
-
-ENQUEUED_HEADER = "codemode_enqueued_ms"
-"""The Redis time (ms since the epoch, as the host estimates it) the job was enqueued at."""
+__all__ = ["CeleryMessages", "queue_key", "transport_bytes"]
 
 
 def queue_key(queue: str) -> str:

@@ -1,0 +1,138 @@
+"""The first look a worker takes at an execute message: its signature, and how long it queued.
+
+:meth:`Intake.refused` is the hand-off's one call (``strategy.py``), before the job is read:
+
+::
+
+    message ─▶ queue wait observed (metrics, from the producer's enqueue header)
+            ─▶ no job key on this worker ─▶ accepted
+            ─▶ signature (signing.py) matches the current or the previous key ─▶ accepted
+            ─▶ otherwise refused: logged and dead-lettered with the reason, and, when the body
+               holds a job an honest host is waiting for, that host told (see below)
+
+Telling the host. A forged message has no honest host; an honest host whose key is wrong
+(or missing) should learn it at once, not at its queue timeout. So the worker answers the
+job's reply channel, with INVALID_REQUEST naming the key (not retryable: a configuration
+mistake), only when all of these hold, checked in one script: the host's heartbeat key
+exists, the job holds a slot in the admission set (only a host's admission script puts it
+there), and no claim was made on the job (the refusal's own mark is set with it, so a
+copy of the job never runs after). A Redis writer without the key can therefore make a
+worker write only to a reply channel of a job a live host admitted and no worker took,
+and only the same fixed refusal; such a writer can already push to that channel, or
+delete the job from its queue, itself. What it cannot do is run code or call tools.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import msgspec
+import redis
+import redis.exceptions
+
+from ..._faults import InvalidRequest
+from ..redis.client import sync_client
+from ..redis.keys import JobKeys, admission_key, host_key
+from ..settings import ENV_JOB_KEY, TASK_NAME, BrokerSettings
+from ..signing import SIGNATURE_HEADER, JobSigner
+from ..wire import ENQUEUED_HEADER, Failed, JobSpec, encode, job_from_celery
+from .metrics import FleetTally
+
+__all__ = ["REFUSED_MARK", "REFUSED_TEXT", "Intake"]
+
+log = logging.getLogger("codemode.fleet.worker")
+
+REFUSED_MARK: Final = "refused"
+"""The claim a refused job is marked with: no worker starts it afterwards."""
+REFUSED_TEXT: Final = (
+    "A worker refused this job: {why}. Producers and workers must share {env} (workers also "
+    "accept the previous key while keys rotate); nothing ran."
+)
+
+_ANSWER: Final = """
+-- KEYS: claim, up, host, admission   ARGV: job_id, key_ttl_ms, failed_msg, mark
+if redis.call('EXISTS', KEYS[3]) == 0 then return 'host-gone' end
+if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then return 'not-admitted' end
+if not redis.call('SET', KEYS[1], ARGV[4], 'PX', tonumber(ARGV[2]), 'NX') then return 'claimed' end
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 'answered'
+"""
+
+
+class Intake:
+    """Screens the execute messages of one worker (see the module docstring)."""
+
+    def __init__(self, settings: BrokerSettings, tally: FleetTally | None = None) -> None:
+        self.settings = settings
+        self.signer = JobSigner.from_settings(settings)
+        self.tally = tally
+        self._redis: redis.Redis | None = None
+        self._answer: Any = None
+
+    def refused(self, message: Any, refuse: Any) -> bool:
+        """Whether ``message`` must not run; when it must not, it was handed to ``refuse``
+        (``(message, reason)``: logged and dead-lettered) and its host told if it waits.
+        Settling the message is the caller's part. Never raises."""
+        headers = getattr(message, "headers", None)
+        headers = headers if isinstance(headers, dict) else {}
+        if self.tally is not None:
+            self.tally.taken(headers.get(ENQUEUED_HEADER))
+        if self.signer is None:
+            return False
+        signature = headers.get(SIGNATURE_HEADER)
+        reason = self.signer.refusal(signature, getattr(message, "body", None))
+        if reason is None:
+            return False
+        unsigned = signature is None
+        if self.tally is not None:
+            self.tally.refuse("unsigned" if unsigned else "bad-signature")
+        refuse(message, f"a {TASK_NAME} message refused: {reason}")
+        why = "the job was not signed" if unsigned else "its signature does not match the worker's job key"
+        self._tell_host(message, REFUSED_TEXT.format(why=why, env=ENV_JOB_KEY))
+        return True
+
+    def _tell_host(self, message: Any, text: str) -> None:
+        spec = _job(message)
+        if spec is None:
+            return
+        keys = JobKeys.of(spec.key_prefix, spec.job_id)
+        failed = encode(Failed(InvalidRequest(text).to_data()))
+        try:
+            if self._answer is None:
+                self._redis = sync_client(self.settings)
+                self._answer = self._redis.register_script(_ANSWER)
+            said = self._answer(
+                keys=[
+                    keys.claim,
+                    keys.up,
+                    host_key(spec.key_prefix, spec.host_id),
+                    admission_key(spec.key_prefix),
+                ],
+                args=[spec.job_id, self.settings.key_ttl_ms, failed, REFUSED_MARK],
+            )
+        except (redis.exceptions.RedisError, OSError) as exc:
+            log.warning("job %s: could not tell its host of the refusal (%s)", spec.job_id, exc)
+            return
+        said = said.decode() if isinstance(said, bytes) else said
+        log.info(
+            "job %s: refused; its host %s",
+            spec.job_id,
+            "was told" if said == "answered" else f"not told ({said})",
+        )
+
+
+def _job(message: Any) -> JobSpec | None:
+    """The job a refused message's body holds, if it holds a readable one."""
+    try:
+        body = msgspec.json.decode(getattr(message, "body", b"") or b"")
+        job = (
+            body[1]["job"]
+            if isinstance(body, list) and len(body) == 3 and isinstance(body[1], dict)
+            else None
+        )
+        return None if job is None else job_from_celery(job)
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, RecursionError):
+        return None
