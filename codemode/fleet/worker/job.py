@@ -123,7 +123,9 @@ class Job:
             )
         except BROKER_ERRORS as exc:
             log.warning("job %s: Redis unreachable at claim (%s); not started", self.spec.job_id, exc)
+            self.runner.tally.claimed("unreachable")
             return f"not started {self.spec.job_id}: Redis unreachable"
+        self.runner.tally.claimed(claim.state)
         if claim.state == "taken":
             log.warning(
                 "job %s was already claimed by %s; refusing to run it again "

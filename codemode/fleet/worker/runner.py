@@ -26,6 +26,7 @@ from ..wire import JobSpec, job_from_celery
 from .handles import WorkerHandles
 from .job import Job
 from .leases import LeaseKeeper
+from .metrics import FleetTally
 
 __all__ = ["JobRunner"]
 
@@ -49,6 +50,8 @@ class JobRunner:
         """Renews the running jobs' leases from a thread of its own (a busy loop delays none)."""
         self._beaten: set[str] = set()
         """Prefixes this worker has written a liveness key under (deleted at close)."""
+        self.tally = FleetTally()
+        """The fleet's counts (claims by state): the runtime's, served with its metrics."""
 
     async def run(self, data: object) -> str:
         """Run one job (a :class:`JobSpec`, or a Celery message's job data); returns a

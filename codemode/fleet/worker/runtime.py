@@ -36,6 +36,7 @@ from ..redis.client import make_client
 from ..redis.keys import worker_queue
 from ..settings import BrokerSettings, WorkerSettings
 from .job import JobEnd
+from .metrics import FleetTally, WorkerMetrics
 from .runner import JobRunner
 
 __all__ = ["WorkerRuntime"]
@@ -67,6 +68,10 @@ class WorkerRuntime:
         self._closing = False
         self._jobs: set[concurrent.futures.Future[JobEnd]] = set()
         """Jobs submitted and not yet ended: ``close`` lets them end first."""
+        self.tally = FleetTally()
+        """The fleet's counts on this worker (``metrics.py``), kept whether or not served."""
+        self.metrics: WorkerMetrics | None = None
+        """The metrics server (``--metrics-port``), once started."""
 
     def start(self) -> None:
         """Start the loop thread and warm the isolate pool (idempotent, thread-safe)."""
@@ -78,6 +83,10 @@ class WorkerRuntime:
             thread.start()
             self._loop, self._thread = loop, thread
             asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
+            if self.worker.metrics_port and self._executor is not None:
+                self.metrics = WorkerMetrics.serve(
+                    self.worker.metrics_port, self._executor, self.tally, self.settings
+                )
         log.info("codemode worker %s: isolate pool of %d ready", self.worker_id, self.worker.concurrency)
 
     async def _setup(self) -> None:
@@ -101,6 +110,7 @@ class WorkerRuntime:
             raise RuntimeError(f"the isolate pool failed its warm-up run: {outcome.error}")
         client = make_client(self.settings)
         self._runner = JobRunner(self._executor, client, self.settings, self.worker_id)
+        self._runner.tally = self.tally
         self._keep_alive = asyncio.ensure_future(self._runner.keep_alive())
 
     def submit(self, job: Any) -> concurrent.futures.Future[JobEnd]:
@@ -160,6 +170,9 @@ class WorkerRuntime:
     def close(self) -> None:
         """Let the running jobs end (``drain``), then end the isolate pool and the loop."""
         self.drain()
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
         with self._lock:
             if self._closed or self._loop is None:
                 self._closed = True
