@@ -36,7 +36,9 @@ def outcome_of(proc: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, f"expected one JSON line, got {proc.stdout!r} (stderr {proc.stderr!r})"
     payload: dict[str, Any] = json.loads(lines[0])
-    assert set(payload) == {"result", "error", "logs"}
+    # error_detail only when the program threw (its name, position and stack).
+    assert set(payload) - {"error_detail"} == {"result", "error", "logs"}
+    assert ("error_detail" in payload) <= (payload["error"] is not None)
     return payload
 
 
@@ -81,6 +83,13 @@ def test_program_error_exits_1() -> None:
         "result": None,
         "error": "nope",
         "logs": [{"level": "log", "text": "before"}],
+        "error_detail": {
+            "name": "Error",
+            "message": "nope",
+            "line": 1,
+            "column": 44,
+            "stack": ["at program:1:44"],
+        },
     }
     assert proc.stderr == b""
 
