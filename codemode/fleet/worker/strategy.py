@@ -35,6 +35,7 @@ from ..redis.client import sync_client
 from ..settings import BrokerSettings
 from ..wire import JobSpec, job_from_celery
 from .deadletter import drop, message_text
+from .intake import Intake
 from .runtime import WorkerRuntime
 
 __all__ = ["DeadLetters", "Handoff", "Malformed", "job_of"]
@@ -109,12 +110,16 @@ class Handoff:
     def __init__(self, runtime: WorkerRuntime, dead_letters: DeadLetters) -> None:
         self.runtime = runtime
         self.dead_letters = dead_letters
+        self.intake = Intake(dead_letters.settings, runtime.tally)
 
     def __call__(self, task: Any, app: Any, consumer: Any, **_: Any) -> Any:
         connection_errors = consumer.connection_errors
-        runtime, refuse = self.runtime, self.dead_letters.refuse
+        runtime, refuse, intake = self.runtime, self.dead_letters.refuse, self.intake
 
         def on_message(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
+            if intake.refused(message, refuse):  # unsigned or altered (intake.py): never runs
+                ack(log, connection_errors)
+                return
             try:
                 job = job_of(message)
             except Malformed as exc:  # a message no worker can run: say so, and drop it
