@@ -5,10 +5,11 @@ Celery worker, from an installed codemode alone.
 
     codemode worker [--redis-url URL] [--queue NAME] [--concurrency N]
                       [--pool threads|solo] [--loglevel INFO] [--hostname NAME]
-                      [--wait-for-redis SECONDS]
+                      [--wait-for-redis SECONDS] [--metrics-port PORT]
 
 Flags override the environment (``CODEMODE_REDIS_URL``, ``CODEMODE_QUEUE``,
-``CODEMODE_WORKER_CONCURRENCY``, ``CODEMODE_WORKER_POOL``); every other setting, such as
+``CODEMODE_WORKER_CONCURRENCY``, ``CODEMODE_WORKER_POOL``, ``CODEMODE_METRICS_PORT``); every
+other setting, such as
 ``CODEMODE_WORKER_MAX_HANDLES`` and ``CODEMODE_HANDLE_IDLE_TTL_S`` for retained handles, comes
 from the environment only (see ``codemode/fleet/settings.py``). The worker runs until SIGTERM (warm
 shutdown: running jobs finish) or SIGINT.
@@ -35,6 +36,7 @@ from ..settings import (
     ENV_QUEUE,
     ENV_REDIS_URL,
     ENV_WORKER_CONCURRENCY,
+    ENV_WORKER_METRICS_PORT,
     ENV_WORKER_POOL,
     BrokerSettings,
     SettingsError,
@@ -83,6 +85,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a TCP port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a port from 1 to 65535 (0: no metrics server), got {value}"
+        )
+    return value
+
+
 def _redis_url(text: str) -> str:
     try:
         check_redis_url(text, "the URL")
@@ -111,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
         "--loglevel", type=_loglevel, default="INFO", help=f"one of {', '.join(LOG_LEVELS)} (default: INFO)"
     )
     parser.add_argument("--hostname", help="Celery node name (default: codemode@%%h)")
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="PORT",
+        help=f"serve Prometheus metrics on http://0.0.0.0:PORT/metrics (default: ${ENV_WORKER_METRICS_PORT} "
+        "or none; docs/observability.md)",
+    )
     parser.add_argument(
         "--wait-for-redis",
         type=_seconds,
@@ -164,6 +185,8 @@ def _apply_flags(args: argparse.Namespace) -> None:
         os.environ[ENV_WORKER_CONCURRENCY] = str(args.concurrency)
     if args.pool:
         os.environ[ENV_WORKER_POOL] = args.pool
+    if args.metrics_port is not None:
+        os.environ[ENV_WORKER_METRICS_PORT] = str(args.metrics_port)
 
 
 def _fleet_missing(exc: ModuleNotFoundError, err: TextIO) -> int:
