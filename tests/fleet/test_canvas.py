@@ -26,7 +26,7 @@ from celery import chain, chord, group
 
 from codemode import InvalidRequest
 from codemode.fleet.canvas import CanvasFault, canvas_app, fault_of, run_signature
-from codemode.fleet.settings import ENV_WORKER_TOOLS, BrokerSettings, WorkerSettings
+from codemode.fleet.settings import ENV_WORKER_TOOLS, BrokerSettings, SettingsError, WorkerSettings
 from codemode.fleet.testing import SharedFleet, WorkerProcess
 
 HERE = Path(__file__).resolve().parent
@@ -226,10 +226,16 @@ def test_a_worker_refuses_to_start_with_tools_that_name_no_registry(
 
 
 def test_a_malformed_tools_setting_is_refused_before_anything_starts() -> None:
-    from codemode.fleet.settings import SettingsError
-
     with pytest.raises(SettingsError, match=r"package\.module:name"):
         WorkerSettings.from_env({ENV_WORKER_TOOLS: "canvas_tools.registry"})
+
+
+def test_the_result_backend_must_be_a_redis_url_and_reaches_celerys_configuration() -> None:
+    with pytest.raises(SettingsError, match="CODEMODE_RESULT_BACKEND"):
+        BrokerSettings.from_env({"CODEMODE_RESULT_BACKEND": "rpc://"})
+    assert BrokerSettings().celery_config()["result_backend"] is None
+    url = "redis://127.0.0.1:6390/2"
+    assert BrokerSettings.from_env({"CODEMODE_RESULT_BACKEND": url}).celery_config()["result_backend"] == url
 
 
 def test_the_chord_example_fans_out_and_aggregates(canvas: CanvasFleet) -> None:
