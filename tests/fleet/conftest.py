@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -61,6 +62,17 @@ def private_prefix(settings: BrokerSettings) -> BrokerSettings:
     """The shared workers' queue, with keys of this test's own (workers follow the job's
     prefix), so a test can find its job's keys without guessing."""
     return replace(settings, key_prefix=f"t-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def control(private_queue: BrokerSettings) -> Iterator[Any]:
+    """A Celery app on the fleet's Redis, for its remote control (``app.control``)."""
+    from celery import Celery
+
+    app = Celery("codemode-control", set_as_current=False)
+    app.conf.update(private_queue.celery_config())
+    yield app
+    app.close()
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -152,7 +152,10 @@ class FleetExecutor:
     for :class:`codemode.IsolateExecutor`; ``memory_limit``, the isolate pool and the
     bounds on retained handles (``max_handles``, the idle TTL) are each worker's own.
     Fleet-only: ``queue_timeout`` (ms a job may wait for a worker before it fails with
-    JOB_EXPIRED), ``max_jobs`` (the fleet-wide admission bound), ``queue``.
+    JOB_EXPIRED), ``max_jobs`` (the fleet-wide admission bound), ``queue``, and
+    ``on_job_id``: called with each job's id before the job is enqueued, in the caller's
+    task (a context variable set around ``execute`` tells which call it is). The id is the
+    Celery task id that ``celery inspect``, Flower and ``celery control revoke`` show.
     """
 
     def __init__(
@@ -169,6 +172,7 @@ class FleetExecutor:
         max_jobs: int | None = None,
         queue: str | None = None,
         settings: BrokerSettings | None = None,
+        on_job_id: Callable[[str], object] | None = None,
     ) -> None:
         # Every option is checked here, before anything connects: a mistake in one is
         # INVALID_REQUEST naming it, never a retryable fault later.
@@ -191,6 +195,10 @@ class FleetExecutor:
         _check_queue_carries(self.config.ceilings)
         check_outbound(outbound)
         self._outbound = outbound
+        if on_job_id is not None and not callable(on_job_id):
+            raise InvalidRequest(
+                f"on_job_id must be a callable taking the job id, got {type(on_job_id).__name__}."
+            )
         self._modules = check_modules(modules)
         if self._modules is not None:
             _json_data(self._modules)
@@ -201,6 +209,7 @@ class FleetExecutor:
             self.host_id,
             max_message_bytes=self.config.max_message_bytes,
             dispatch_threads=self._dispatch_threads,
+            on_job_id=on_job_id,
         )
         self._handles = HostHandles()
         self._disposed = False

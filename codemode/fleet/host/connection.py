@@ -51,9 +51,17 @@ class HostConnection:
     """One FleetExecutor's jobs on the fleet: ``submit`` admits a job and waits for it."""
 
     def __init__(
-        self, settings: BrokerSettings, host_id: str, *, max_message_bytes: int, dispatch_threads: Any
+        self,
+        settings: BrokerSettings,
+        host_id: str,
+        *,
+        max_message_bytes: int,
+        dispatch_threads: Any,
+        on_job_id: Callable[[str], object] | None = None,
     ) -> None:
         self.settings = settings
+        self.on_job_id = on_job_id
+        """Called with each job's id (its Celery task id) before it is enqueued."""
         self.host_id = host_id
         self.max_message_bytes = max_message_bytes
         self._dispatch_threads = dispatch_threads
@@ -138,6 +146,8 @@ class HostConnection:
             **fields,
         )
         message = producer.build(spec, queue=queue, expires_s=s.queue_timeout_ms / 1000 + EXPIRES_MARGIN_S)
+        if self.on_job_id is not None:
+            self.on_job_id(spec.job_id)  # in the caller's task and context, before it can run
         session = JobSession(
             client,
             scripts,

@@ -18,12 +18,12 @@ Besides the shared queue, every worker consumes a queue of its own,
 ``codemode.worker.<worker id>`` (added in ``celeryd_after_setup``, so ``celery -A workers.app
 worker -Q ...`` gets it too): the invocations and releases of the handles it retains.
 
-Jobs do not go through Celery's pool: the consumer hands each one to the runtime
-(``strategy.py``), and ``DrainJobs`` lets running jobs end on a warm shutdown, as the pool
-would have. A job's log line is its summary (``finished job ...``, ``refused job ...``),
-written as it ends. For the tasks that do go through the pool (``codemode.ping``) Celery's
-"received" line is left out below DEBUG (``_quiet_received``): it is written on the
-consumer's thread before a task can start.
+Jobs take Celery's request path (``strategy.py``, ``request.py``): a pool thread runs the
+task body, which waits for the job on the runtime's loop, and ``DrainJobs`` lets running
+jobs end on a warm shutdown. A job's log line is Celery's own ("succeeded in ...", with
+the job's summary as its result, or "raised expected: JobFault('CODE: ...')"), written as
+it ends; Celery's "received" line is left out below DEBUG (``_quiet_received``): it is
+written on the consumer's thread before a job can start.
 """
 
 from __future__ import annotations
@@ -185,8 +185,8 @@ def _drain_step(runtime: WorkerRuntime) -> type[Any]:
     class DrainJobs(bootsteps.StartStopStep):  # type: ignore[misc]
         """On a warm shutdown, the running jobs end after the consumer stops taking
         messages and before the pool and the hub stop: the hub's last callbacks send their
-        acks. (The consumer hands jobs to the runtime itself, ``strategy.py``: Celery's
-        pool, which would wait for them, never holds one.)"""
+        acks. (Celery's threads pool waits for its threads too; the solo pool runs a
+        job on the consumer's thread.)"""
 
         name = "codemode.DrainJobs"
         requires = ("celery.worker.components:Pool",)

@@ -5,7 +5,7 @@ Celery worker, from an installed codemode alone.
 
     codemode worker [--redis-url URL] [--queue NAME] [--concurrency N]
                       [--pool threads|solo] [--loglevel INFO] [--hostname NAME]
-                      [--wait-for-redis SECONDS] [--metrics-port PORT]
+                      [--wait-for-redis SECONDS] [--events | -E] [--metrics-port PORT]
 
 Flags override the environment (``CODEMODE_REDIS_URL``, ``CODEMODE_QUEUE``,
 ``CODEMODE_WORKER_CONCURRENCY``, ``CODEMODE_WORKER_POOL``, ``CODEMODE_METRICS_PORT``); every
@@ -126,6 +126,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--hostname", help="Celery node name (default: codemode@%%h)")
     parser.add_argument(
+        "-E",
+        "--events",
+        action="store_true",
+        help="send task events (for Flower and celery events; without it, `celery control "
+        "enable_events` turns them on later)",
+    )
+    parser.add_argument(
         "--metrics-port",
         type=_port,
         metavar="PORT",
@@ -149,6 +156,7 @@ def celery_argv(
     loglevel: str = "INFO",
     hostname: str | None = None,
     own_queue: str | None = None,
+    events: bool = False,
 ) -> list[str]:
     """The ``celery worker`` arguments this command runs with (``own_queue``: the worker's
     own queue, consumed too)."""
@@ -163,14 +171,16 @@ def celery_argv(
         queues,
         "--loglevel",
         loglevel,
-        # No mingle/gossip/heartbeat events: workers share nothing but the queue, and
-        # the fleet's own lease keys say who is alive.
+        # No mingle or gossip: workers share nothing but the queue, and the fleet's own
+        # lease keys say who is alive. Heartbeats stay: monitors (Flower) see live workers
+        # by them, and they keep the event dispatcher that enable_events turns on.
         "--without-mingle",
         "--without-gossip",
-        "--without-heartbeat",
         "--hostname",
         hostname or "codemode@%h",
     ]
+    if events:
+        argv.append("--task-events")
     return argv
 
 
@@ -226,7 +236,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         made.celery.worker_main(
             celery_argv(
-                settings, worker, loglevel=args.loglevel, hostname=args.hostname, own_queue=made.runtime.queue
+                settings,
+                worker,
+                loglevel=args.loglevel,
+                hostname=args.hostname,
+                own_queue=made.runtime.queue,
+                events=args.events,
             )
         )
     except SystemExit as exc:

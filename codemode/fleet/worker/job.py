@@ -27,13 +27,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
 from ..._config import UNSET
 from ..._dispatch import Forwarder
 from ..._faults import (
+    CANCELLED_TEXT,
+    Cancelled,
     Disposed,
     ExecutorError,
     HandleExpired,
@@ -53,12 +55,20 @@ from .relay import READER_DELAY_S, STARTED_DELAY_S, CallRelay
 if TYPE_CHECKING:
     from .runner import JobRunner
 
-__all__ = ["Job"]
+__all__ = ["Job", "JobEnd"]
 
 log = logging.getLogger("codemode.fleet.worker")
 
 FINAL_PUSH_ATTEMPTS: Final = 3
 READER_DRAIN_S: Final = 0.5
+
+
+class JobEnd(NamedTuple):
+    """How a job ended on this worker: its one-line summary, and the code of the fault its
+    host got (``None``: an outcome, or nothing ran here)."""
+
+    summary: str
+    fault: str | None = None
 
 
 class Job:
@@ -72,6 +82,8 @@ class Job:
         self.host_key = host_key(spec.key_prefix, spec.host_id)
         self.admission = admission_key(spec.key_prefix)
         self.run_task: asyncio.Task[Finished | Failed] | None = None
+        self.cancelled = False
+        """Revoked by an operator or cancelled by its host: it ends with CANCELLED."""
         self.relay = CallRelay(
             runner.links,
             self.keys,
@@ -84,23 +96,24 @@ class Job:
 
     # ---- the job's life ---------------------------------------------------------------
 
-    async def run(self) -> str:
-        """Claim the job, run it, send its outcome; returns a one-line summary for the log."""
+    async def run(self) -> JobEnd:
+        """Claim the job, run it, send its outcome; returns how it ended."""
         started_at = time.monotonic()
         if self.spec.v not in SCHEMA_VERSIONS:
             known = " and ".join(f"v{v}" for v in SCHEMA_VERSIONS)
             fault = InvalidRequest(f"This worker reads job schema {known}, not v{self.spec.v}; nothing ran.")
             await self._final(Failed(fault.to_data()))
-            return f"refused job {self.spec.job_id}: schema v{self.spec.v}"
+            return JobEnd(f"refused job {self.spec.job_id}: schema v{self.spec.v}", fault.code)
         refused = await self._claim()
         if refused is not None:
-            return refused
+            return JobEnd(refused)
         final = await self._run_claimed()
         await self._final(final, reader=self.relay.reader)
         elapsed = (time.monotonic() - started_at) * 1000
         kind = "finished" if isinstance(final, Finished) else f"failed {final.fault.code}"
         what = "job" if self.spec.kind == "run" else f"{self.spec.kind} job"
-        return f"{kind} {what} {self.spec.job_id} in {elapsed:.1f} ms"
+        summary = f"{kind} {what} {self.spec.job_id} in {elapsed:.1f} ms"
+        return JobEnd(summary, None if isinstance(final, Finished) else final.fault.code)
 
     async def _claim(self) -> str | None:
         """Claim the job in Redis; ``None`` when this worker runs it, else the summary of why
@@ -151,6 +164,8 @@ class Job:
         start_reader = loop.call_later(READER_DELAY_S, relay.start_reader)
         announce = None if relay.announced else loop.call_later(STARTED_DELAY_S, relay.announce)
         self.run_task = asyncio.ensure_future(self._execute())
+        if self.cancelled:  # revoked between its claim and now
+            self.run_task.cancel()
         try:
             return await self.run_task
         except asyncio.CancelledError:
@@ -167,9 +182,7 @@ class Job:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._final(Failed(stopping.to_data())))
                 raise
-            return Failed(
-                Disposed("The caller cancelled this run; the program had started.", started=True).to_data()
-            )
+            return Failed(Cancelled(CANCELLED_TEXT, started=True).to_data())
         finally:
             self.runner.leases.release(self.spec.job_id)
             start_reader.cancel()
@@ -178,7 +191,13 @@ class Job:
             relay.end()
 
     def _cancel(self) -> None:
-        """The host cancelled the run."""
+        """The host cancelled the run: it ends as a revoke does."""
+        self.revoke()
+
+    def revoke(self) -> None:
+        """End the run with CANCELLED (``celery control revoke --terminate``, or the host's
+        Cancel): the program's task is cancelled, and with it its isolate's run."""
+        self.cancelled = True
         if self.run_task is not None:
             self.run_task.cancel()
 

@@ -11,26 +11,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
+from typing import Final
 
 import msgspec
 import redis.asyncio as aioredis
 
 from ..._executor import IsolateExecutor
-from ..._faults import ExecutorError
+from ..._faults import Cancelled, ExecutorError
 from ..errors import BROKER_ERRORS
-from ..redis.keys import host_key, worker_key
+from ..redis.keys import JobKeys, admission_key, host_key, worker_key
 from ..redis.link import Links
 from ..redis.scripts import FleetScripts
 from ..settings import BrokerSettings
-from ..wire import JobSpec, job_from_celery
+from ..wire import Failed, JobSpec, encode, job_from_celery
 from .handles import WorkerHandles
-from .job import Job
+from .job import Job, JobEnd
 from .leases import LeaseKeeper
 from .metrics import FleetTally
 
 __all__ = ["JobRunner"]
 
 log = logging.getLogger("codemode.fleet.worker")
+
+REVOKED_EARLY_KEPT: Final = 1000
+"""Revokes of jobs not (yet) running here that a worker remembers, in case the job starts."""
+NOT_STARTED_TEXT: Final = "An operator revoked this job before it started; nothing ran."
 
 
 class JobRunner:
@@ -52,16 +58,69 @@ class JobRunner:
         """Prefixes this worker has written a liveness key under (deleted at close)."""
         self.tally = FleetTally()
         """The fleet's counts (claims by state): the runtime's, served with its metrics."""
+        self.jobs: dict[str, Job] = {}
+        """The jobs running here, by id (a revoke finds them here)."""
+        self._revoked_early: OrderedDict[str, None] = OrderedDict()
+        """Ids revoked while their job was not running here: one that starts is cancelled."""
 
-    async def run(self, data: object) -> str:
-        """Run one job (a :class:`JobSpec`, or a Celery message's job data); returns a
-        one-line summary for the log."""
+    async def run(self, data: object) -> JobEnd:
+        """Run one job (a :class:`JobSpec`, or a Celery message's job data); returns how it
+        ended."""
         try:
             spec = data if isinstance(data, JobSpec) else job_from_celery(data)
         except (msgspec.ValidationError, RecursionError) as exc:
             log.error("refused a malformed job: %s", exc)
-            return f"refused: malformed job ({exc})"
-        return await Job(self, spec).run()
+            return JobEnd(f"refused: malformed job ({exc})")
+        job = Job(self, spec)
+        if self._revoked_early.pop(spec.job_id, False) is None:
+            job.cancelled = True
+        self.jobs[spec.job_id] = job
+        try:
+            return await job.run()
+        finally:
+            self.jobs.pop(spec.job_id, None)
+
+    def revoke(self, job_id: str) -> None:
+        """End the job ``job_id`` with CANCELLED if it runs here, or if it starts later."""
+        job = self.jobs.get(job_id)
+        if job is not None:
+            job.revoke()
+            return
+        self._revoked_early[job_id] = None
+        while len(self._revoked_early) > REVOKED_EARLY_KEPT:
+            self._revoked_early.popitem(last=False)
+
+    async def cancel_unstarted(self, data: object) -> None:
+        """A job revoked before it started (Celery discarded its message): make sure no
+        worker starts it, and tell its host CANCELLED (``started=False``)."""
+        try:
+            spec = data if isinstance(data, JobSpec) else job_from_celery(data)
+        except (msgspec.ValidationError, RecursionError):
+            return
+        keys = JobKeys.of(spec.key_prefix, spec.job_id)
+        admission = admission_key(spec.key_prefix)
+        try:
+            settled = await self.scripts.settle(
+                keys.claim,
+                admission,
+                start_by_ms=spec.start_by_ms,
+                job_id=spec.job_id,
+                key_ttl_ms=self.settings.key_ttl_ms,
+                mark="cancelled",
+                force=True,
+            )
+            if settled.state != "done":
+                return  # claimed already: that worker ends it, or it has ended
+            fault = Failed(Cancelled(NOT_STARTED_TEXT).to_data())
+            await self.scripts.finish(
+                [keys.up, keys.down, admission, keys.lease],
+                key_ttl_ms=self.settings.key_ttl_ms,
+                job_id=spec.job_id,
+                final=encode(fault),
+                close=None,
+            )
+        except BROKER_ERRORS as exc:
+            log.warning("job %s: could not tell its host it was revoked (%s)", spec.job_id, exc)
 
     # ---- liveness and retained handles -------------------------------------------------
 

@@ -1,44 +1,42 @@
-"""The execute task's strategy: Celery's consumer hands each job straight to the runtime.
+"""The execute task's strategy: every job is screened, then takes Celery's own request path.
 
-Celery's default strategy builds a ``Request`` for each message and submits it to the pool;
-a pool thread runs Celery's tracer around the task body, which hands the job to the
-runtime's loop thread and blocks until it ends. That is two thread hops and Celery's
-per-task bookkeeping ahead of every job, in a process whose threads take turns at one
-interpreter. Here the consumer's thread decodes the message and starts the job on the loop
-itself (``WorkerRuntime.submit``). When the job ends its message is acked, on the
-consumer's thread (``ack`` schedules it there) as Celery's late ack was, and its one-line
-summary is logged. A message whose job cannot be read is acked and dropped to its queue's
-dead-letter list with the reason (:meth:`DeadLetters.refuse`), as are the messages Celery's
-consumer rejects before any strategy sees them (its ``task_unknown`` and ``task_rejected``
-signals, connected in ``tasks.py``). ``docs/fleet.md`` ("What it costs") has what this
-saves per job.
+Celery's consumer hands each message of a task to that task's strategy. This one reads the
+job first (:func:`job_of`): a message that carries no job this worker can read is acked and
+dropped to its queue's dead-letter list with the reason (:meth:`DeadLetters.refuse`), as are
+the messages Celery's consumer rejects before any strategy sees them (its ``task_unknown``
+and ``task_rejected`` signals, connected in ``tasks.py``). Every other message goes to
+Celery's default strategy, unchanged: a ``Request`` (``request.py``'s :class:`JobRequest`),
+counted reserved and then active (``celery inspect reserved`` / ``active``), events when
+they are on (``-E``, ``celery control enable_events``), rate limits, revokes, expiry, and a
+pool thread whose task body waits for the job on the runtime's loop (``runtime.py``).
 
-What the pool did still holds: a worker runs at most ``concurrency`` jobs at once (its
-channel's prefetch count is ``concurrency``, and a job's message stays unacked until the
-job ends), a worker that dies leaves its messages unacked, to be restored and refused by
-the claim, and a warm shutdown lets running jobs end (``DrainJobs`` in ``app.py``). What no
-longer happens for this task: Celery's per-task signals, events, revocation, expiry and
-``eta`` (the claim is the authority on expiry: ``redis/lua/claim.lua``), and ``celery
-inspect active`` does not list running jobs.
+Until this release the strategy handed each job straight to the runtime, skipping the
+``Request``: one thread hop fewer, and a job invisible to ``inspect``, events and Flower,
+with revokes and rate limits accepted and ignored. ``benchmarks/README.md`` has the A/B.
+
+Celery API relied on: ``celery.worker.strategy.default(task, app, consumer, **kwargs)``,
+the handler it returns (``(message, body, ack, reject, callbacks)``), and the consumer's
+``connection_errors``; :func:`check_strategy_api` fails with a sentence when an installed
+Celery changes them.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import inspect
 import logging
 from typing import Any
 
 import msgspec
 import redis
+from celery.worker.strategy import default as celery_default
 
 from ..redis.client import sync_client
 from ..settings import BrokerSettings
 from ..wire import JobSpec, job_from_celery
 from .deadletter import drop, message_text
 from .intake import Intake
-from .runtime import WorkerRuntime
 
-__all__ = ["DeadLetters", "Handoff", "Malformed", "job_of"]
+__all__ = ["DeadLetters", "Malformed", "Screened", "check_strategy_api", "job_of"]
 
 log = logging.getLogger("codemode.fleet.worker")
 
@@ -102,43 +100,52 @@ def job_of(message: Any) -> JobSpec:
         raise Malformed("its job is nested too deeply") from None
 
 
-class Handoff:
+DEFAULT_PARAMETERS = ("task", "app", "consumer")
+
+
+def check_strategy_api() -> None:
+    """Raise ``RuntimeError`` saying what changed when Celery's default strategy no longer
+    takes ``(task, app, consumer)`` or its handlers no longer take ``(message, body, ack,
+    reject, callbacks)``."""
+    params = tuple(inspect.signature(celery_default).parameters)
+    if params[:3] != DEFAULT_PARAMETERS:
+        raise RuntimeError(
+            f"celery.worker.strategy.default takes {params}, not {DEFAULT_PARAMETERS} first, in "
+            "the installed Celery: codemode's Screened strategy (codemode/fleet/worker/strategy.py) "
+            "wraps it; update it for this Celery release, or pin Celery below it."
+        )
+
+
+class Screened:
     """Celery's strategy interface for the execute task (its ``Strategy``): called once per
-    consumer with the task, it returns the handler of each of the task's messages. An
-    object, not a function, so that Celery does not bind it to the task."""
+    consumer with the task, it returns the handler of each of the task's messages, which
+    screens the job and hands the message to Celery's default strategy. An object, not a
+    function, so that Celery does not bind it to the task."""
 
-    def __init__(self, runtime: WorkerRuntime, dead_letters: DeadLetters) -> None:
-        self.runtime = runtime
+    def __init__(self, dead_letters: DeadLetters, intake: Intake | None = None) -> None:
         self.dead_letters = dead_letters
-        self.intake = Intake(dead_letters.settings, runtime.tally)
+        self.intake = Intake(dead_letters.settings) if intake is None else intake
 
-    def __call__(self, task: Any, app: Any, consumer: Any, **_: Any) -> Any:
+    def __call__(self, task: Any, app: Any, consumer: Any, **kwargs: Any) -> Any:
+        celery_handler = celery_default(task, app, consumer, **kwargs)
         connection_errors = consumer.connection_errors
-        runtime, refuse, intake = self.runtime, self.dead_letters.refuse, self.intake
+        refuse, intake = self.refuse, self.intake
 
         def on_message(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
             if intake.refused(message, refuse):  # unsigned or altered (intake.py): never runs
                 ack(log, connection_errors)
                 return
             try:
-                job = job_of(message)
+                job_of(message)
             except Malformed as exc:  # a message no worker can run: say so, and drop it
                 refuse(message, f"a malformed {task.name} message: {exc}")
                 ack(log, connection_errors)
                 return
-            try:
-                future = runtime.submit(job)
-            except RuntimeError as exc:  # closing: the unacked message goes back to the queue
-                log.warning("%s", exc)
-                return
-
-            def ended(future: concurrent.futures.Future[str]) -> None:
-                ack(log, connection_errors)
-                try:
-                    log.info("%s", future.result())
-                except (Exception, concurrent.futures.CancelledError):
-                    log.exception("a job ended with an error in the worker")
-
-            future.add_done_callback(ended)
+            celery_handler(message, body, ack, reject, callbacks)
 
         return on_message
+
+    def refuse(self, message: Any, reason: str) -> None:
+        """Drop ``message`` to its queue's dead-letter list with ``reason`` (the caller
+        acks it): the one refusal path of the hand-off, where further checks plug in."""
+        self.dead_letters.refuse(message, reason)

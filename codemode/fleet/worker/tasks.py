@@ -7,6 +7,12 @@ first thing a worker does is claim the job in Redis (SET NX); a redelivered star
 finds the claim taken and is refused, and a job past its start-by time is never started.
 The choice: at most once for programs (their tool calls have side effects), with the
 caller told WORKER_CRASHED (started=True) instead of a silent second run.
+
+The execute task's return value is the job's one-line summary; a job that ends with a
+fault (its host got ``Failed``) makes the task fail with :class:`JobFault`, whose text
+starts with the fault's code: ``inspect``, events and Flower show ``FAILURE`` and, for
+instance, ``JobFault('CANCELLED: ...')``. It is declared in the task's ``throws``, so Celery
+logs it as expected, without a traceback.
 """
 
 from __future__ import annotations
@@ -17,18 +23,25 @@ from celery import signals
 
 from ..redis.client import sync_client
 from ..settings import PING_TASK_NAME, TASK_NAME, BrokerSettings
+from .intake import Intake
+from .request import job_request_class
 from .runtime import WorkerRuntime
-from .strategy import DeadLetters, Handoff
+from .strategy import DeadLetters, Screened
 
-__all__ = ["PING_TTL_MS", "register_tasks"]
+__all__ = ["PING_TTL_MS", "JobFault", "register_tasks"]
 
 PING_TTL_MS: Final = 60_000
 """How long a pong waits for its reader."""
 
 
+class JobFault(Exception):
+    """A job ended with a fault (its host got it as an ExecutorError): ``CODE: summary``."""
+
+
 def register_tasks(app: Any, runtime: WorkerRuntime, settings: BrokerSettings) -> None:
     """Register the execute and ping tasks on ``app`` (a Celery app), with the execute
-    task's hand-off strategy, and dead-letter what Celery's consumer rejects itself."""
+    task's screening strategy and request class, and dead-letter what Celery's consumer
+    rejects itself."""
     dead_letters = DeadLetters(settings)
     ping_client = sync_client(settings)  # thread-safe, connects on first use
 
@@ -37,13 +50,18 @@ def register_tasks(app: Any, runtime: WorkerRuntime, settings: BrokerSettings) -
         acks_late=True,
         reject_on_worker_lost=True,
         ignore_result=True,
-        Strategy=Handoff(runtime, dead_letters),
+        Strategy=Screened(dead_letters, Intake(settings, runtime.tally)),
+        Request=job_request_class(runtime),
+        throws=(JobFault,),
     )
     def execute(job: dict[str, Any]) -> str:
-        """Run one job; the outcome travels on the job's reply channel, the return is a log
-        line. (The strategy hands jobs to the runtime itself; this runs a job sent any
-        other way.)"""
-        return runtime.run_job(job)
+        """Run one job on the runtime and wait for it; the outcome travels on the job's
+        reply channel, the return is its one-line summary (raises :class:`JobFault` when the
+        job ended with a fault)."""
+        end = runtime.run_job(job)
+        if end.fault is not None:
+            raise JobFault(f"{end.fault}: {end.summary}")
+        return end.summary
 
     @app.task(name=PING_TASK_NAME, ignore_result=True)  # type: ignore[untyped-decorator]
     def ping(reply_key: str) -> str:
