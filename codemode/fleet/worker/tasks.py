@@ -24,9 +24,9 @@ from celery import signals
 from ..redis.client import sync_client
 from ..settings import PING_TASK_NAME, TASK_NAME, BrokerSettings
 from .intake import Intake
-from .request import job_request_class
+from .request import check_request_api, job_request_class
 from .runtime import WorkerRuntime
-from .strategy import DeadLetters, Screened
+from .strategy import DeadLetters, Screened, check_strategy_api
 
 __all__ = ["PING_TTL_MS", "JobFault", "register_tasks"]
 
@@ -42,6 +42,8 @@ def register_tasks(app: Any, runtime: WorkerRuntime, settings: BrokerSettings) -
     """Register the execute and ping tasks on ``app`` (a Celery app), with the execute
     task's screening strategy and request class, and dead-letter what Celery's consumer
     rejects itself."""
+    check_request_api()  # an installed Celery that moved them fails here, with a sentence
+    check_strategy_api()
     dead_letters = DeadLetters(settings)
     ping_client = sync_client(settings)  # thread-safe, connects on first use
 
