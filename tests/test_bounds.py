@@ -6,6 +6,8 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
+from typing import TypedDict
 
 import pytest
 
@@ -23,6 +25,20 @@ TIMEOUT_300 = (
     "Execution timed out at its 300 ms bound. "
     "Do less work per run and return the part that is already finished."
 )
+
+
+class RunOptions(TypedDict):
+    """The request fields a test passes to several runs."""
+
+    providers: list[dict[str, str | list[str]]]
+    dispatch: Callable[[str, str, str], str]
+    timeout: int
+
+
+class UncountedRunOptions(RunOptions):
+    """The same, with host waits off the clock."""
+
+    count_host_waits: bool
 
 
 def test_the_declared_timeout_text_is_exact() -> None:
@@ -65,20 +81,20 @@ def test_count_host_waits_false_stops_the_clock_during_tool_calls(executor: Sync
         time.sleep(0.4)
         return tool_result("done")
 
-    kwargs = {"providers": [{"name": "api", "tools": ["slow"]}], "dispatch": slow, "timeout": 300}
-    counted = executor.execute("async () => api.slow()", **kwargs)  # type: ignore[arg-type]
+    kwargs: RunOptions = {"providers": [{"name": "api", "tools": ["slow"]}], "dispatch": slow, "timeout": 300}
+    counted = executor.execute("async () => api.slow()", **kwargs)
     assert counted.error == TIMEOUT_300
     uncounted = executor.execute(
         "async () => [await api.slow(), await api.slow()]",
         count_host_waits=False,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
     assert uncounted.error is None and uncounted.result == ["done", "done"]
     # The program's own work still counts: a loop after the calls times out.
     looping = executor.execute(
         "async () => { await api.slow(); while (true) {} }",
         count_host_waits=False,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
     assert looping.error == TIMEOUT_300
 
@@ -96,7 +112,7 @@ def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(executor: 
         seen.append(arg["i"])
         return tool_result(arg["i"])
 
-    kwargs = {
+    kwargs: UncountedRunOptions = {
         "providers": [{"name": "api", "tools": ["echo"]}],
         "dispatch": echo,
         "timeout": 300,
@@ -112,7 +128,7 @@ def test_calls_sent_from_the_isolates_thread_open_and_close_the_clock(executor: 
           while (true) {}
         }""",
         **kwargs,
-    )  # type: ignore[arg-type]
+    )
     assert looping.error == TIMEOUT_300, looping
     assert sorted(seen) == list(range(300))
     assert time.monotonic() - started < 10
@@ -262,9 +278,9 @@ CEILING = 64 * 1024
 
 
 @pytest.fixture(scope="module")
-def small_ceiling() -> SyncIsolateExecutor:
+def small_ceiling() -> Iterator[SyncIsolateExecutor]:
     ex = SyncIsolateExecutor(pool={"max_workers": 1}, max_message_bytes=CEILING, max_log_entries=50)
-    yield ex  # type: ignore[misc]
+    yield ex
     ex.dispose()
 
 
