@@ -99,17 +99,20 @@ def test_a_child_that_cannot_keep_its_deadline_is_ended_by_the_host(tool_wait_s:
                     count_host_waits=False,
                 )
             )
+            pool = ex._pool
+            assert pool is not None
             deadline = time.monotonic() + 5
             while not (
-                ex._pool.workers()
-                and ex._pool.workers()[0].run is not None  # type: ignore[union-attr]
-                and not ex._pool.workers()[0].run.open_calls  # type: ignore[union-attr]
-                and ex._pool.workers()[0].run.paused_total > 0
-            ):  # type: ignore[union-attr]
+                pool.workers()
+                and (active := pool.workers()[0].run) is not None
+                and not active.open_calls
+                and active.paused_total > 0
+            ):
                 assert time.monotonic() < deadline, "the tool call should have been answered"
                 await asyncio.sleep(0.002)
-            [worker] = ex._pool.workers()  # type: ignore[union-attr]
-            os.kill(worker.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+            [worker] = pool.workers()
+            assert worker.pid is not None
+            os.kill(worker.pid, signal.SIGSTOP)
             outcome = await asyncio.wait_for(run, 10)
             elapsed = time.monotonic() - started
             assert outcome.error == timeout_text(300)
@@ -192,7 +195,7 @@ def test_a_reader_that_fails_in_the_host_is_a_typed_fault_and_the_pool_serves_on
     from codemode._protocol import PipeFrames
 
     real_read = PipeFrames.read
-    failures = []
+    failures: list[int] = []
 
     def failing_read(self: PipeFrames) -> list[bytes] | None:
         if not failures:
