@@ -40,7 +40,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/redirect":
             self._reply(302, b"", {"location": "/hello"})
         elif self.path == "/elsewhere":
-            port = self.server.server_address[1]
+            address = self.server.server_address
+            assert isinstance(address, tuple)
+            port = address[1]
             self._reply(302, b"", {"location": f"http://localhost:{port}/secret"})
         elif self.path == "/secret":
             self._reply(200, b"secret data")
@@ -259,14 +261,15 @@ def test_an_outbound_that_is_no_policy_is_refused_everywhere_with_one_text() -> 
     """On a request, and as an executor's default (in-process and fleet): nothing runs."""
     from codemode.fleet import FleetExecutor
 
+    # Each outbound below is the wrong type on purpose: the refusal is what is tested.
     with pytest.raises(InvalidRequest) as made:
-        SyncIsolateExecutor(outbound="https://example.com")
+        SyncIsolateExecutor(outbound="https://example.com")  # type: ignore[arg-type]
     assert str(made.value) == OUTBOUND_TEXT.format("https://example.com")
     with pytest.raises(InvalidRequest) as fleet:
         FleetExecutor(redis_url="redis://127.0.0.1:1/0", outbound=3)
     assert str(fleet.value) == OUTBOUND_TEXT.format(3)
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         with pytest.raises(InvalidRequest) as asked:
-            ex.execute("() => 1", outbound=True)
+            ex.execute("() => 1", outbound=True)  # type: ignore[arg-type]
         assert str(asked.value) == OUTBOUND_TEXT.format(True)
         assert not asked.value.started

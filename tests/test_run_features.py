@@ -41,7 +41,8 @@ def test_inputs_are_the_entry_functions_one_argument(executor: SyncIsolateExecut
 
 def test_inputs_that_are_not_json_or_too_large_are_refused(executor: SyncIsolateExecutor) -> None:
     with pytest.raises(InvalidRequest, match="inputs must be JSON data"):
-        executor.execute("async (x) => x", inputs={"when": object()})
+        # Not JSON on purpose: the refusal is what is tested.
+        executor.execute("async (x) => x", inputs={"when": object()})  # type: ignore[dict-item]
     with pytest.raises(InvalidRequest, match="lone surrogate"):
         executor.execute("async (x) => x", inputs="\ud800")
     small = SyncIsolateExecutor(ceilings={"max_request_bytes": 1024}, pool={"max_workers": 1})
@@ -268,7 +269,8 @@ def test_an_approved_call_runs_and_a_refused_one_is_a_tool_error(executor: SyncI
 
     def approve(call: ToolCall) -> bool:
         asked.append(call)
-        return call.arguments[1] < 10
+        amount: int = call.arguments[1]
+        return amount < 10
 
     tools, ran = _registry(approve)
     outcome = executor.execute(REFUND, providers=tools.providers(), dispatch=tools.dispatch)
@@ -286,7 +288,12 @@ def test_an_approved_call_runs_and_a_refused_one_is_a_tool_error(executor: SyncI
 
 def test_arguments_are_checked_before_anyone_is_asked(executor: SyncIsolateExecutor) -> None:
     asked: list[ToolCall] = []
-    tools, ran = _registry(lambda call: asked.append(call) or True)
+
+    def approve(call: ToolCall) -> bool:
+        asked.append(call)
+        return True
+
+    tools, ran = _registry(approve)
     outcome = executor.execute(
         "async () => shop.refund('o-1', 'lots')", providers=tools.providers(), dispatch=tools.dispatch
     )
