@@ -237,6 +237,7 @@ def test_started_from_a_task_it_runs_at_once_and_the_task_is_current_again() -> 
         assert asyncio.current_task() is me and ran[0] not in (None, me)
         task = starter.start(call(True))
         assert task is not None and asyncio.current_task() is me and ran[1] is task
+        assert task is not None  # mypy reads ``ran[1] is task`` as widening task to Optional again
         await task
         assert ran[2] is task
 

@@ -268,7 +268,7 @@ def test_a_call_that_does_not_match_is_refused_and_the_tool_is_not_called() -> N
         calls.append((user, items, limit))
         return len(items)
 
-    cases = {
+    cases: dict[str, list[Any]] = {
         "at user: expected string, got integer": [1, []],
         "at items[1]: object missing required field sku": ["ada", [{"sku": "a"}, {"qty": 2}]],
         "at items[0].qty: expected integer, got string": ["ada", [{"sku": "a", "qty": "2"}]],

@@ -268,9 +268,12 @@ async def test_a_reader_parks_after_a_reply_and_the_next_push_rides_with_its_blp
     down, up = key(), key()
     got: list[bytes | None] = []
     lost: list[BaseException] = []
-    reader = DownReader(
-        scripts.links, down, park_s=0.3, on_message=lambda raw: got.append(raw) is None, on_lost=lost.append
-    )
+
+    def park_after(raw: bytes | None) -> bool:
+        got.append(raw)
+        return True
+
+    reader = DownReader(scripts.links, down, park_s=0.3, on_message=park_after, on_lost=lost.append)
     reader.start()
     await until(lambda: reader.in_flight, "the BLPOP (on a link it connects)")
     await client.rpush(down, b"first")
@@ -303,10 +306,13 @@ async def test_a_reader_reports_its_link_lost_and_a_close_drains_it(private_redi
     links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
     lost: list[BaseException] = []
     got: list[bytes | None] = []
+
+    def read_on(raw: bytes | None) -> bool:
+        got.append(raw)
+        return False
+
     try:
-        reader = DownReader(
-            links, "down", park_s=0.05, on_message=lambda raw: bool(got.append(raw)), on_lost=lost.append
-        )
+        reader = DownReader(links, "down", park_s=0.05, on_message=read_on, on_lost=lost.append)
         reader.start()
         await until(lambda: reader.in_flight, "the BLPOP")
         reader.stop()  # the job ended: its Close ends the BLPOP still in flight

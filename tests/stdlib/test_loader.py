@@ -84,6 +84,7 @@ def _comment_only_lines(source: str) -> set[int]:
         node = stack.pop()
         if node.type == "comment" and node.start_point[0] == node.end_point[0]:
             row = node.start_point[0]
+            assert node.text is not None  # parsed from bytes: every node keeps its text
             if lines[row].strip() == node.text.decode().strip():
                 found.add(row)
         stack.extend(node.children)
