@@ -398,7 +398,7 @@ def test_a_dispatch_that_returns_garbage_rejects_clearly(executor: SyncIsolateEx
         outcome = executor.execute(
             f"async () => store.{tool}()",
             providers=[{"name": "store", "tools": [tool]}],
-            dispatch=dispatch,
+            dispatch=dispatch,  # type: ignore[arg-type]  # garbage on purpose: its rejection is tested
         )
         assert outcome.result is None
         assert outcome.error is not None
@@ -524,7 +524,8 @@ def test_any_mix_of_calls_logs_and_timers_ends_whole_and_in_order(
         return tool_result(n * 2)
 
     lines = ["async () => {", "  let total = 0, k = 0;"]
-    expected_total, expected_logs, k = 0, [], 0
+    expected_logs: list[str] = []
+    expected_total, k = 0, 0
     for kind, n in steps:
         if kind == "call":
             lines.append(f"  total += await t.x(k++, {n});")

@@ -38,7 +38,8 @@ def _spec() -> JobSpec:
     )
 
 
-def _decoded(raw: bytes) -> dict[str, Any]:
+def _decoded(raw: object) -> dict[str, Any]:
+    assert isinstance(raw, bytes)  # a message popped off its queue
     message: dict[str, Any] = json.loads(raw)
     assert message["properties"]["body_encoding"] == "base64"
     message["body"] = json.loads(base64.b64decode(message["body"]))
