@@ -22,10 +22,10 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench import WORKERS, latency_and_throughput, pooled  # noqa: E402
-from prometheus_client import generate_latest  # noqa: E402
+from bench import WORKERS, latency_and_throughput, pooled
+from prometheus_client import generate_latest
 
-from codemode import IsolateExecutor  # noqa: E402
+from codemode import IsolateExecutor
 
 SCENARIOS = ("trivial", "tools10")
 

@@ -24,8 +24,8 @@ async def test_a_fleet_runs_as_an_acl_user_without_dangerous_commands(
     private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     admin = redis.Redis.from_url(private_redis.url)
-    admin.execute_command(*ACL_USER)
-    admin.execute_command("ACL", "SETUSER", "default", "off")
+    admin.execute_command(*ACL_USER)  # type: ignore[no-untyped-call]
+    admin.execute_command("ACL", "SETUSER", "default", "off")  # type: ignore[no-untyped-call]
     admin.close()
     url = private_redis.url.replace("redis://", f"redis://codemode:{PASSWORD}@", 1)
     with pytest.raises(redis.exceptions.RedisError):
