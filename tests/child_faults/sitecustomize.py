@@ -15,6 +15,13 @@ Faults:
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from codemode._child.posted import EntryCall
+    from codemode._protocol import Invoke, Run
 
 FAULT = os.environ.get("CODEMODE_TEST_CHILD_FAULT", "")
 
@@ -25,11 +32,11 @@ def _garbage_frame() -> None:
     from codemode._child import run
     from codemode._protocol import FRAME_HEADER
 
-    async def serve(self: run.Runner, msg: object) -> None:
+    async def serve(self: run.Runner, msg: Run | Invoke) -> None:
         os.write(self.link.proto_out, FRAME_HEADER.pack(7) + b"garbage")
         time.sleep(60)
 
-    run.Runner.serve = serve  # type: ignore[method-assign,assignment]
+    run.Runner.serve = serve  # type: ignore[method-assign]  # the fault is this replaced method
 
 
 def _deep_frame() -> None:
@@ -40,7 +47,7 @@ def _deep_frame() -> None:
     from codemode._child import run
     from codemode._protocol import FRAME_HEADER
 
-    async def serve(self: run.Runner, msg: object) -> None:
+    async def serve(self: run.Runner, msg: Run | Invoke) -> None:
         fields = {"type": "call", "run_id": 1, "call_id": 1, "provider": "a", "tool": "b", "args_json": "[]"}
         head = bytes([0x80 | (len(fields) + 1)]) + b"".join(
             msgspec.msgpack.encode(k) + msgspec.msgpack.encode(v) for k, v in fields.items()
@@ -49,7 +56,7 @@ def _deep_frame() -> None:
         os.write(self.link.proto_out, FRAME_HEADER.pack(len(body)) + body)
         time.sleep(60)
 
-    run.Runner.serve = serve  # type: ignore[method-assign,assignment]
+    run.Runner.serve = serve  # type: ignore[method-assign]  # the fault is this replaced method
 
 
 def _oom_long_trace() -> None:
@@ -60,19 +67,22 @@ def _oom_long_trace() -> None:
     serving = False
     real_serve, real_begin = run.Runner.serve, engine.Isolate.begin
 
-    async def serve(self: run.Runner, msg: object) -> None:
+    async def serve(self: run.Runner, msg: Run | Invoke) -> None:
         nonlocal serving
         serving = True  # isolates began before this were the child's own (its start-up probe)
-        await real_serve(self, msg)  # type: ignore[arg-type]
+        await real_serve(self, msg)
 
-    def begin(self: engine.Isolate, *args: object, **kwargs: object) -> engine.Entry:
+    def begin(
+        self: EntryCall, loop: asyncio.AbstractEventLoop, payload_json: str, *, invoke: bool = False
+    ) -> engine.Entry:
         if not serving:
-            return real_begin(self, *args, **kwargs)  # type: ignore[arg-type]
+            return real_begin(self, loop, payload_json, invoke=invoke)
         trace = "".join(f"    libmini_racer.so(v8::internal::Frame{i}+0x{i:x})\n" for i in range(600))
         os.write(2, f"\n#\n# Fatal JavaScript out of memory: Scavenger\n#\n{trace}".encode())
         os.kill(os.getpid(), signal.SIGTRAP)
         raise AssertionError("unreachable: SIGTRAP ends the process")
 
+    # The fault is these replaced methods.
     run.Runner.serve = serve  # type: ignore[method-assign]
     engine.Isolate.begin = begin  # type: ignore[method-assign]
 
