@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from codemode.fleet.testing import free_port
 from codemode.mcp import HttpServer, StdioServer
@@ -23,7 +24,14 @@ UPSTREAM = str(HERE / "upstream_server.py")
 TOKEN = "s3cret"
 
 
-def stdio_upstream(name: str = "up", **options: float) -> StdioServer:
+class Timeouts(TypedDict, total=False):
+    """The bounds a test may set on an upstream server (StdioServer's own defaults otherwise)."""
+
+    call_timeout_s: float
+    connect_timeout_s: float
+
+
+def stdio_upstream(name: str = "up", **options: Unpack[Timeouts]) -> StdioServer:
     return StdioServer(name, sys.executable, [UPSTREAM, "stdio"], **options)
 
 
