@@ -6,12 +6,15 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 import redis
 
 from codemode.fleet.redis.keys import JobKeys
 from codemode.fleet.testing import missing_redis_reason
+
+T = TypeVar("T")
 
 
 def require_redis_server() -> None:
@@ -24,8 +27,8 @@ def require_redis_server() -> None:
     pytest.skip(reason)
 
 
-async def eventually(check: Callable[[], object], timeout_s: float, what: str) -> object:
-    """Poll ``check`` until it returns something truthy, or fail naming ``what``."""
+async def eventually(check: Callable[[], T], timeout_s: float, what: str) -> T:
+    """Poll ``check`` until it returns something truthy (and return that), or fail naming ``what``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = check()
