@@ -1,5 +1,9 @@
 """broker_config's choices, the wire messages and the Lua scripts, checked directly."""
 
+# kombu's Connection, Producer, Consumer and Queue carry no annotations; the tests here
+# drive them directly, so calls to unannotated functions are allowed in this module.
+# mypy: allow-untyped-calls
+
 from __future__ import annotations
 
 import re
@@ -7,7 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import pytest
@@ -39,6 +43,7 @@ from codemode.fleet.wire import (
     LogLine,
     Started,
     ToolReply,
+    UpMessage,
     decode_down,
     decode_up,
     encode,
@@ -98,7 +103,7 @@ def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(private_re
     ack and reject. (test_fleet_faults restores such a record after killing a worker.)"""
     import json
 
-    from kombu import Connection
+    from kombu.connection import Connection
 
     raw = redis.Redis.from_url(private_redis.url)
     queue = f"q-{uuid.uuid4().hex}"
@@ -109,7 +114,9 @@ def test_unacked_deliveries_are_recorded_and_forgotten_in_kombus_keys(private_re
                 simple.put({"job": 1})
             first = simple.get(timeout=5)
             assert raw.hlen("unacked") == 1 and raw.zcard("unacked_index") == 1
-            message, _exchange, routing_key = json.loads(raw.hget("unacked", first.delivery_tag))
+            record = raw.hget("unacked", first.delivery_tag)
+            assert record is not None
+            message, _exchange, routing_key = json.loads(record)
             assert routing_key == queue and message["properties"]["delivery_tag"] == (first.delivery_tag)
             first.ack()
             assert raw.hlen("unacked") == 0 and raw.zcard("unacked_index") == 0
@@ -219,7 +226,7 @@ def test_job_travels_as_plain_json_and_back() -> None:
 
 
 def test_channel_messages_round_trip_and_refuse_garbage() -> None:
-    up = [
+    up: list[UpMessage] = [
         Started("w:1"),
         FetchCall(2, OutboundRequest("GET", "https://a/", [("a", "b")], b"\x00")),
         Finished(Outcome(result=[1, "x"], logs=[])),
@@ -260,12 +267,21 @@ async def on_redis(settings: BrokerSettings) -> AsyncIterator[OnRedis]:
         await client.aclose()
 
 
+class ClaimArgs(TypedDict):
+    """The arguments of ``FleetScripts.claim`` that every claim below shares."""
+
+    lease_ttl_ms: int
+    key_ttl_ms: int
+    started: bytes
+    expired: bytes
+
+
 @pytest.mark.anyio
 async def test_claim_is_first_writer_wins_and_respects_start_by(on_redis: OnRedis) -> None:
     client, scripts, prefix = on_redis.client, on_redis.scripts, on_redis.prefix
     now_ms = int(time.time() * 1000)
     await client.set(host_key(prefix, "h"), b"1", px=5_000)
-    args = dict(
+    args = ClaimArgs(
         lease_ttl_ms=3_000,
         key_ttl_ms=10_000,
         started=encode(Started("w")),
@@ -276,12 +292,13 @@ async def test_claim_is_first_writer_wins_and_respects_start_by(on_redis: OnRedi
         k = JobKeys.of(prefix, job)
         return [k.claim, k.up, k.lease, host_key(prefix, "h"), admission_key(prefix)]
 
-    first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000, job_id="a", **args)  # type: ignore[arg-type]
-    again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000, job_id="a", **args)  # type: ignore[arg-type]
+    first = await scripts.claim(keys("a"), worker="w1", start_by_ms=now_ms + 60_000, job_id="a", **args)
+    again = await scripts.claim(keys("a"), worker="w2", start_by_ms=now_ms + 60_000, job_id="a", **args)
     assert (first.state, again.state, again.holder) == ("started", "taken", "w1")
-    late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000, job_id="b", **args)  # type: ignore[arg-type]
+    late = await scripts.claim(keys("b"), worker="w1", start_by_ms=now_ms - 1_000, job_id="b", **args)
     assert late.state == "expired"
     up = await client.lrange(JobKeys.of(prefix, "b").up, 0, -1)
+    assert isinstance(up[0], bytes)
     assert isinstance(decode_up(up[0]), Failed)
     orphan = await scripts.claim(
         [*keys("c")[:3], host_key(prefix, "gone"), admission_key(prefix)],
@@ -289,7 +306,7 @@ async def test_claim_is_first_writer_wins_and_respects_start_by(on_redis: OnRedi
         start_by_ms=now_ms + 60_000,
         job_id="c",
         **args,
-    )  # type: ignore[arg-type]
+    )
     assert orphan.state == "host-gone"
     # The producer's side of the race: a claimed job cannot be marked expired.
     settle = await scripts.settle(
@@ -408,7 +425,9 @@ def test_unacked_records_are_read_after_the_hand_off_and_connections_come_back(
     after it: every record lands, every connection goes back to the channel's pool, and a
     record Redis refuses fails the read (after the hand-off) without keeping the
     connection or losing the deliveries after it."""
-    from kombu import Connection, Consumer, Producer, Queue
+    from kombu.connection import Connection
+    from kombu.entity import Queue
+    from kombu.messaging import Consumer, Producer
 
     raw = redis.Redis.from_url(private_redis.url)
     queue = Queue(f"q-{uuid.uuid4().hex}")
