@@ -109,6 +109,7 @@ async def test_worker_killed_mid_job_is_worker_crashed_and_never_reruns(
     assert rescuer.wait_for_log(f"refused job {job_id}", 60), rescuer.log_text()[-3000:]
     assert calls == 1
     claim = redis_sync.get(keys_of(settings.key_prefix, job_id).claim)
+    assert not isinstance(claim, str)  # the client does not decode: bytes or None
     assert claim is not None and claim.decode().endswith(str(victim.pid))
 
 
@@ -139,7 +140,9 @@ async def claim_quietly(settings: BrokerSettings, redis_sync: redis.Redis, host_
     admitted = await eventually(
         lambda: redis_sync.zrange(admission_key(settings.key_prefix), 0, -1), 10, "the admission"
     )
-    job_id = admitted[0].decode()
+    first = admitted[0]
+    assert isinstance(first, bytes)
+    job_id = first.decode()
     keys = keys_of(settings.key_prefix, job_id)
     client = make_client(settings)
     links = Links(client.connection_pool, timeout_s=settings.socket_timeout_s)
@@ -258,18 +261,18 @@ async def test_a_push_redis_refuses_rejects_that_call_with_redis_error_and_the_r
     which the host's first tool takes RPUSH from for a moment: the next call's push is
     refused, the host (another user) goes on answering."""
     admin = redis.Redis.from_url(private_redis.url)
-    admin.execute_command("ACL", "SETUSER", "worker", "on", ">pw", "~*", "&*", "+@all")
+    admin.execute_command("ACL", "SETUSER", "worker", "on", ">pw", "~*", "&*", "+@all")  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
     host_settings = BrokerSettings(redis_url=private_redis.url)
     start_worker(replace(host_settings, redis_url=f"redis://worker:pw@127.0.0.1:{private_redis.port}/0"))
     restored = threading.Event()
 
     def restore() -> None:
-        admin.execute_command("ACL", "SETUSER", "worker", "+rpush")
+        admin.execute_command("ACL", "SETUSER", "worker", "+rpush")  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
         restored.set()
 
     async def dispatch(provider: str, tool: str, args: str) -> str:
         if tool == "revoke":
-            admin.execute_command("ACL", "SETUSER", "worker", "-rpush")
+            admin.execute_command("ACL", "SETUSER", "worker", "-rpush")  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
             threading.Timer(0.5, restore).start()
         return tool_result(tool)
 
@@ -330,6 +333,7 @@ async def test_host_killed_mid_job_frees_the_worker_and_the_slot(
 
     def finished() -> Outcome | None:
         for raw in redis_sync.lrange(keys.up, 0, -1):
+            assert isinstance(raw, bytes)
             with_msg = decode_up(raw)
             if isinstance(with_msg, Finished):
                 return with_msg.outcome
