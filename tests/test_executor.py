@@ -93,7 +93,7 @@ def test_async_context_manager_ends_every_child() -> None:
     async def main() -> set[int]:
         async with IsolateExecutor(pool={"max_workers": 2}) as ex:
             assert (await ex.execute("async () => 'hi'")).result == "hi"
-            return set(ex.worker_pids) | {ex.standby_pid} - {None}
+            return {pid for pid in [*ex.worker_pids, ex.standby_pid] if pid is not None}
 
     pids = asyncio.run(main())
     assert pids
