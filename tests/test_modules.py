@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from codemode import InvalidRequest, SyncIsolateExecutor, timeout_text
 
-MODULES = {
+MODULES: dict[str, str | dict[str, object]] = {
     "lib/math": "export const add = (a, b) => a + b\nexport default function mul(a, b) { return a * b }\n",
     "lib/reexport": "export * from 'lib/math'\nexport { default as times } from 'lib/math'\n",
     "lib/ns": "import * as m from 'lib/math'\nexport const viaNs = m.add(2, 2)\n",
@@ -24,9 +26,9 @@ MODULES = {
 
 
 @pytest.fixture(scope="module")
-def ex() -> SyncIsolateExecutor:
+def ex() -> Iterator[SyncIsolateExecutor]:
     executor = SyncIsolateExecutor(pool={"max_workers": 2}, modules=MODULES)
-    yield executor  # type: ignore[misc]
+    yield executor
     executor.dispose()
 
 
@@ -104,5 +106,5 @@ def test_hostile_modules_are_bounded(ex: SyncIsolateExecutor) -> None:
 
 def test_malformed_modules_are_refused_before_anything_runs(ex: SyncIsolateExecutor) -> None:
     with pytest.raises(InvalidRequest) as info:
-        ex.execute("async () => 1", modules={"lib/x": 42})
+        ex.execute("async () => 1", modules={"lib/x": 42})  # type: ignore[dict-item]  # malformed on purpose
     assert "modules['lib/x']" in str(info.value)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,7 +41,7 @@ def test_a_missing_internal_is_named_in_a_sentence(monkeypatch: pytest.MonkeyPat
     assert miniracer_internals.check() == ["mini-racer's Context has no method _wrap_raw_handle."]
 
 
-def test_a_child_on_a_release_without_an_internal_fails_to_start_with_the_reason(tmp_path: object) -> None:
+def test_a_child_on_a_release_without_an_internal_fails_to_start_with_the_reason(tmp_path: Path) -> None:
     """A child whose mini-racer lacks an internal stops at start-up; the host reports the
     failed start with the missing piece among its causes."""
     plugin = os.fspath(tmp_path)  # a sitecustomize that removes one internal before the child starts
