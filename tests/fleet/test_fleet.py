@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import msgspec
 import pytest
@@ -35,7 +36,7 @@ from codemode._texts import message_ceiling_text
 from codemode.fleet import FleetExecutor
 from codemode.fleet.redis.keys import admission_key
 from codemode.fleet.settings import ENV_WORKER_PIN_CPUS, ENV_WORKER_POOL, ENV_WORKER_STANDBY, BrokerSettings
-from codemode.fleet.testing import WorkerProcess, free_port
+from codemode.fleet.testing import SharedFleet, WorkerProcess, free_port
 from codemode.fleet.wire import Started, ToolReply, decode_up, encode
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
@@ -79,15 +80,16 @@ async def test_many_jobs_from_one_host_share_one_pool(executor: FleetExecutor) -
 async def test_invalid_request_raises_before_anything_is_enqueued(
     private_queue: BrokerSettings, redis_sync: redis.Redis
 ) -> None:
+    # Each request below is malformed on purpose: its refusal is what is tested.
     async with FleetExecutor(settings=private_queue) as ex:
         with pytest.raises(InvalidRequest):
-            await ex.execute(123)
+            await ex.execute(123)  # type: ignore[arg-type]
         with pytest.raises(InvalidRequest):
             await ex.execute("() => 1", providers=[{"name": "t", "tools": ["x"]}])
         with pytest.raises(InvalidRequest):
-            await ex.execute("() => 1", retain_handles="yes")
+            await ex.execute("() => 1", retain_handles="yes")  # type: ignore[arg-type]
         with pytest.raises(InvalidRequest):
-            await ex.execute("() => 1", modules={"m": object()})
+            await ex.execute("() => 1", modules={"m": object()})  # type: ignore[dict-item]
     assert redis_sync.llen(private_queue.queue) == 0
 
 
@@ -129,7 +131,7 @@ async def test_admission_bound_refuses_at_once_and_enqueues_nothing(
 
 
 async def test_job_queued_past_its_deadline_expires_and_never_starts(
-    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: object
+    private_queue: BrokerSettings, redis_sync: redis.Redis, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     async with FleetExecutor(settings=private_queue, queue_timeout=1_000) as ex:
         began = time.monotonic()
@@ -142,16 +144,20 @@ async def test_job_queued_past_its_deadline_expires_and_never_starts(
     keys = keys_of(private_queue.key_prefix, job_id)
     assert redis_sync.get(keys.claim) == b"expired"
     # A worker that shows up later takes the message and does not start the job.
-    worker = start_worker(private_queue)  # type: ignore[operator]
+    worker = start_worker(private_queue)
     await eventually(lambda: redis_sync.llen(private_queue.queue) == 0, 30, "the late delivery")
     await asyncio.sleep(1.0)
     assert redis_sync.get(keys.claim) == b"expired"
-    assert not any(isinstance(decode_up(m), Started) for m in redis_sync.lrange(keys.up, 0, -1))
+    up = cast("list[bytes]", redis_sync.lrange(keys.up, 0, -1))  # a client that does not decode replies
+    assert not any(isinstance(decode_up(m), Started) for m in up)
     assert "finished job" not in worker.log_text()
 
 
 async def test_reply_channel_drops_garbage_and_stale_replies_and_bounds_size(
-    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object, caplog: pytest.LogCaptureFixture
+    private_prefix: BrokerSettings,
+    redis_sync: redis.Redis,
+    fleet: SharedFleet,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     entered = asyncio.Event()
     release = asyncio.Event()
@@ -189,7 +195,7 @@ async def test_reply_channel_drops_garbage_and_stale_replies_and_bounds_size(
         # The workers keep serving.
         again = await ex.execute("() => 'still serving'")
         assert again.result == "still serving"
-    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    logs = "".join(w.log_text() for w in fleet.workers)
     assert "dropped a message on its reply channel" in logs
     assert "dropped a stale reply to call 99" in logs
 
@@ -212,7 +218,7 @@ async def test_oversized_fetch_body_from_policy_is_refused_in_the_host() -> None
 
 
 async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
-    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object
+    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: SharedFleet
 ) -> None:
     entered = asyncio.Event()
 
@@ -236,7 +242,7 @@ async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
         keys = keys_of(prefix, job_id)
         await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
         assert redis_sync.zcard(admission_key(prefix)) == 0
-    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    logs = "".join(w.log_text() for w in fleet.workers)
     assert f"job {job_id}: cancelled by its host" in logs
 
 
@@ -249,7 +255,11 @@ async def test_caller_cancelling_stops_the_run_and_frees_the_slot(
     ids=["makes-no-calls", "has-stopped-calling"],
 )
 async def test_a_cancel_reaches_a_busy_run(
-    private_prefix: BrokerSettings, redis_sync: redis.Redis, fleet: object, code: str, spins_after_s: float
+    private_prefix: BrokerSettings,
+    redis_sync: redis.Redis,
+    fleet: SharedFleet,
+    code: str,
+    spins_after_s: float,
 ) -> None:
     """The worker reads the reply channel from a run's first call, or shortly after the run
     starts, and after a reply it waits only a moment for the program's next call (whose
@@ -269,7 +279,7 @@ async def test_a_cancel_reaches_a_busy_run(
             await task
         keys = keys_of(prefix, job_id)
         await eventually(lambda: not redis_sync.exists(keys.lease), 15, "the run to stop")
-    logs = "".join(w.log_text() for w in fleet.workers)  # type: ignore[attr-defined]
+    logs = "".join(w.log_text() for w in fleet.workers)
     assert f"job {job_id}: cancelled by its host" in logs
 
 
