@@ -13,24 +13,24 @@ requests, and turn whatever happens into an Outcome or a typed fault.
     Redis lost anywhere ──▶ BROKER_UNREACHABLE
 
 Nothing here blocks longer than one BLPOP (``MAX_BLOCKING_WAIT_S``) without looking at the
-lease or the start-by time, so a job never hangs on a dead worker.
+lease or the start-by time, so a job never hangs on a dead worker. Reading the channel
+(the BLPOPs, and serving a call where it was read) is ``up_reader.py``'s; what a message
+means is decided here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import inspect
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import msgspec
 import redis.asyncio as aioredis
-import redis.exceptions
 
 from ... import _texts
 from ..._dispatch import Dispatcher, RunThreads
@@ -40,9 +40,8 @@ from ..._outbound import NOT_A_RESPONSE, OutboundRequest, checked_response
 from ..._outcome import LogEntry, Outcome
 from ..._request import ResolvedRequest
 from ..errors import BROKER_ERRORS, broker_unreachable
-from ..redis.channel import blocking_wait, packed_push, popped, push
+from ..redis.channel import packed_push, push
 from ..redis.keys import JobKeys
-from ..redis.link import Link, error_reply_sink, pack, reply_error
 from ..redis.scripts import FleetScripts
 from ..settings import MAX_BLOCKING_WAIT_S, BrokerSettings
 from ..wire import (
@@ -59,6 +58,7 @@ from ..wire import (
     decode_up,
     encode,
 )
+from .up_reader import UpReader
 from .watch import JobWatch
 
 __all__ = ["JobSession", "run_policy"]
@@ -129,13 +129,8 @@ class JobSession:
         self._starter = EagerStarter(asyncio.get_running_loop(), f"codemode-job-{spec.job_id}-calls")
         self._context = contextvars.copy_context()
         """The caller's context, made with the session: calls served where their message is
-        read (see _pop) start in a copy of it, as they would in the wait loop's task."""
-        self._waiting_on: Link | None = None
-        """The link of the wait loop's BLPOP in flight (see _pop)."""
-        self._due = 0.0
-        self._replies_left: list[bytes] = []
-        """Replies made by calls served in _pop that found no idle link for the next BLPOP:
-        the wait loop sends them with its own."""
+        read (see _serve_here) start in a copy of it, as they would in the wait loop's task."""
+        self.reader = UpReader(scripts.links, self.keys.up, self._serve_here)
         self._seen_calls: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
@@ -167,10 +162,10 @@ class JobSession:
                 now = time.monotonic()
                 next_check = self._next_check(now)
             try:
-                raw = await self._pop(next_check, replies_ahead)
+                raw = await self.reader.pop(next_check, replies_ahead)
             except BROKER_ERRORS as exc:
                 raise self._broker_lost(exc, "waiting for the job's outcome") from None
-            replies_ahead, self._replies_left = self._replies_left, []
+            replies_ahead = self.reader.replies_left()
             if raw is not None:
                 was_started = self.started
                 # A call starts at once, up to its first wait (see _spawn): a quick
@@ -186,92 +181,25 @@ class JobSession:
                 if self.started and not was_started:
                     next_check = self._next_check(time.monotonic())
 
-    async def _pop(self, due: float, replies_ahead: list[bytes]) -> bytes | None:
-        """The next message on up that the wait loop must see, or ``None`` at ``due`` (a
-        BLPOP with ``replies_ahead`` ahead of it, as ``pop``). A tool call or outbound request of a
-        started job that comes sooner is served where its BLPOP's reply is read (inside the
-        link's ``data_received``), and the next BLPOP goes out from there with its reply
-        ahead when the reply was at hand: the loop's task is not woken for it. That is a
-        turn of the host's event loop, and the task's way back through the wait, fewer per
-        relayed call."""
-        links = self.scripts.links
-        link = await links.take()
-        self._due = due
-        future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-        try:
-            self._wait_on(link, replies_ahead, future)
-            return await future
-        finally:
-            if self._waiting_on is not None:  # cancelled: a late reply must not be read
-                waiting, self._waiting_on = self._waiting_on, None
-                links.give_back(waiting, False)
-
-    def _wait_on(
-        self, link: Link, replies_ahead: Sequence[bytes], future: asyncio.Future[bytes | None]
-    ) -> None:
-        wait = blocking_wait(self._due - time.monotonic())
-        self._waiting_on = link
-        try:
-            link.commands(
-                (*replies_ahead, pack("BLPOP", self.keys.up, wait)),
-                (*[error_reply_sink()] * len(replies_ahead), functools.partial(self._popped, future)),
-            )
-        except redis.exceptions.RedisError:
-            self._waiting_on = None
-            self.scripts.links.give_back(link, False)
-            raise
-
-    def _popped(self, future: asyncio.Future[bytes | None], reply: Any) -> None:
-        """The BLPOP's reply, or its link's failure (a sink: inside ``data_received``)."""
-        link, self._waiting_on = self._waiting_on, None
-        links = self.scripts.links
-        if future.done():  # the wait was cancelled
-            if link is not None:
-                links.give_back(link, False)
-            return
-        error = reply_error(reply)
-        if link is not None:
-            links.give_back(link, error is None)
-        if error is not None:
-            future.set_exception(error)
-            return
-        raw = popped(reply)
-        try:
-            if raw is not None and self._serve_here(raw, future):
-                return
-        except Exception as exc:  # a bug here must reach the caller, not the link
-            future.set_exception(exc)
-            return
-        future.set_result(raw)
-
-    def _serve_here(self, raw: bytes, future: asyncio.Future[bytes | None]) -> bool:
-        """Serve ``raw`` here if it is a call of a started job read before the loop's next
-        check; whether it did (else the loop receives it)."""
-        if self.closed or not self.started or time.monotonic() >= self._due:
-            return False
+    def _serve_here(self, raw: bytes) -> list[bytes] | None:
+        """The reader's hook (``up_reader.py``): serve ``raw`` where it was read if it is a
+        call of a started job, and return the replies it made ready; ``None`` when the wait
+        loop must receive it."""
+        if self.closed or not self.started:
+            return None
         try:
             message: UpMessage = decode_up(raw)
         except msgspec.DecodeError:
-            return False  # the loop drops it, and says so
+            return None  # the loop drops it, and says so
         if not isinstance(message, (ToolCall, FetchCall)):
-            return False
+            return None
         replies_ahead: list[bytes] = []
         self._replies_ahead = replies_ahead
         try:
             self._context.run(self._handle, message)
         finally:
             self._replies_ahead = None
-        link = self.scripts.links.take_now()
-        if link is None:  # the loop connects one, and sends the replies with its BLPOP
-            self._replies_left = replies_ahead
-            future.set_result(None)
-            return True
-        try:
-            self._wait_on(link, replies_ahead, future)
-        except redis.exceptions.RedisError as exc:
-            self._replies_left = replies_ahead
-            future.set_exception(exc)
-        return True
+        return replies_ahead
 
     def _broker_lost(self, exc: BaseException, doing: str) -> BaseException:
         """What a Redis error means here: BROKER_UNREACHABLE, unless the caller has left. A
