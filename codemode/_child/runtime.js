@@ -696,15 +696,30 @@
     } catch (inner) { /* no name */ }
     return '';
   });
+  // The stack is read through the engine's own accessor only, and with a program's
+  // Error.prepareStackTrace set aside for the read: either may be the program's code (a
+  // getter or a formatter that loops, throws or answers anything), and the executor's
+  // reading of a stack must not run it. A formatter that cannot be set aside (an accessor,
+  // a frozen property) means no stack.
   const errorStack = (function errorStack(e) {
     try {
-      if (e !== null && typeof e === 'object') {
-        const stack = e.stack;
-        if (typeof stack === 'string') return stack.length > maxStack ? stack.slice(0, maxStack) : stack;
+      if (e === null || typeof e !== 'object') return '';
+      const own = ObjectGetOwnPropertyDescriptor(e, 'stack');
+      if (own === undefined || own.get !== engineStackGet) return '';
+      const format = ObjectGetOwnPropertyDescriptor(ErrorCtor, 'prepareStackTrace');
+      if (format !== undefined && !(format.writable === true && 'value' in format)) return '';
+      if (format !== undefined) ErrorCtor.prepareStackTrace = undefined;
+      let stack;
+      try {
+        stack = ReflectApply(engineStackGet, e, []);
+      } finally {
+        if (format !== undefined) ErrorCtor.prepareStackTrace = format.value;
       }
+      if (typeof stack === 'string') return stack.length > maxStack ? stack.slice(0, maxStack) : stack;
     } catch (inner) { /* no stack */ }
     return '';
   });
+  const engineStackGet = ObjectGetOwnPropertyDescriptor(new ErrorCtor(), 'stack').get;
   const maxStack = config.maxStackChars;
   const fail = (function fail(e, compiling) {
     const text = errorText(e);

@@ -660,6 +660,20 @@ CORPUS: list[Case] = [
         Fails("boom"),
     ),
     Case(
+        "esc-prepare-stack-trace-accessor-loops",
+        "escape",
+        "async () => { Object.defineProperty(Error, 'prepareStackTrace', { get() { for (;;) {} } });"
+        " throw new Error('boom') }",
+        Fails("boom"),
+    ),
+    Case(
+        "esc-stack-getter-loops",
+        "escape",
+        "async () => { const e = new Error('boom');"
+        " Object.defineProperty(e, 'stack', { get() { for (;;) {} } }); throw e }",
+        Fails("boom"),
+    ),
+    Case(
         "esc-prepare-stack-trace-throws",
         "escape",
         "async () => { Error.prepareStackTrace = () => { throw new Error('inner') }; null.x }",
