@@ -18,6 +18,13 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from codemode._child.posted import EntryCall
+    from codemode._protocol import Invoke, Run
 
 TOKENS = os.environ.get("CODEMODE_TEST_CANVAS_FAULTS", "")
 TAG = re.compile(r"/\*canvas-fault:(before-start|after-start):([\w-]+)\*/")
@@ -48,9 +55,9 @@ def _install() -> None:
     from codemode._protocol import FRAME_HEADER
 
     real_serve, real_begin = run.Runner.serve, engine.Isolate.begin
-    kill_next = []
+    kill_next: list[bool] = []
 
-    async def serve(self: run.Runner, msg: object) -> None:
+    async def serve(self: run.Runner, msg: Run | Invoke) -> None:
         found = TAG.search(getattr(msg, "code", ""))
         if found is not None and _take(found.group(2)):
             if found.group(1) == "before-start":
@@ -58,15 +65,18 @@ def _install() -> None:
                 time.sleep(60)
             else:
                 kill_next.append(True)
-        await real_serve(self, msg)  # type: ignore[arg-type]
+        await real_serve(self, msg)
 
-    def begin(self: engine.Isolate, *args: object, **kwargs: object) -> engine.Entry:
+    def begin(
+        self: EntryCall, loop: asyncio.AbstractEventLoop, payload_json: str, *, invoke: bool = False
+    ) -> engine.Entry:
         if kill_next:
             os.kill(os.getpid(), signal.SIGKILL)
-        return real_begin(self, *args, **kwargs)  # type: ignore[arg-type]
+        return real_begin(self, loop, payload_json, invoke=invoke)
 
+    # The faults are these replaced methods.
     run.Runner.serve = serve  # type: ignore[method-assign]
-    engine.Isolate.begin = begin  # type: ignore[method-assign,assignment]
+    engine.Isolate.begin = begin  # type: ignore[method-assign]
 
 
 if TOKENS and _is_child():
