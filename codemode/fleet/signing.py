@@ -26,13 +26,26 @@ from typing import Final
 
 from .settings import ENV_JOB_KEY, ENV_JOB_KEY_PREVIOUS, BrokerSettings
 
-__all__ = ["SCHEME", "SIGNATURE_HEADER", "JobSigner"]
+__all__ = ["REFUSED_MARK", "SCHEME", "SIGNATURE_HEADER", "JobSigner", "refused_text"]
 
 SIGNATURE_HEADER: Final = "codemode_signature"
 """The task message header that carries a job's signature."""
 SCHEME: Final = "hmac-sha256="
 """What a signature starts with; the hex digest follows."""
 _DIGEST_CHARS: Final = hashlib.sha256().digest_size * 2
+REFUSED_MARK: Final = "refused"
+"""The claim of an execute job a worker refused (its host told): no worker starts it after."""
+_REFUSED_TEXT: Final = (
+    "A worker refused this job: {why}. Producers and workers must share {env} (workers also "
+    "accept the previous key while keys rotate); nothing ran."
+)
+
+
+def refused_text(signed: bool) -> str:
+    """What the host of a refused job is told (INVALID_REQUEST, not retryable: a
+    configuration mistake), by whether the job carried a signature."""
+    why = "its signature does not match the worker's job key" if signed else "the job was not signed"
+    return _REFUSED_TEXT.format(why=why, env=ENV_JOB_KEY)
 
 
 class JobSigner:

@@ -5,6 +5,7 @@ timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -19,12 +20,11 @@ from fleet_helpers import eventually
 from codemode import ExecutorError
 from codemode.fleet import FleetExecutor
 from codemode.fleet.host.producer import CeleryMessages, queue_key
-from codemode.fleet.redis.keys import JobKeys, dead_letter_key
+from codemode.fleet.redis.keys import JobKeys, admission_key, dead_letter_key
 from codemode.fleet.settings import BrokerSettings, SettingsError
-from codemode.fleet.signing import SCHEME, JobSigner
+from codemode.fleet.signing import REFUSED_MARK, SCHEME, JobSigner
 from codemode.fleet.testing import WorkerProcess
 from codemode.fleet.wire import JobSpec
-from codemode.fleet.worker.intake import REFUSED_MARK
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 
@@ -172,3 +172,31 @@ async def test_keys_rotate_on_live_workers(
         if redis_sync.get(k) == REFUSED_MARK.encode()
     ]  # fmt: skip
     assert len(refusal_marks) == 1
+
+
+async def test_a_host_that_finds_its_job_marked_refused_is_told_invalid_request_not_a_crash(
+    private_queue: BrokerSettings, redis_sync: redis.Redis
+) -> None:
+    """A worker refused the job (its claim holds the refusal's mark) and its Failed never
+    reached the host (the reply channel lost, say). The host's check on its queued job finds
+    the mark: INVALID_REQUEST, nothing ran; not a worker called "refused" that crashed."""
+    async with FleetExecutor(
+        settings=replace(private_queue, job_key=OLD_KEY), queue_timeout=QUEUE_TIMEOUT_MS
+    ) as host:
+        running = asyncio.ensure_future(host.execute("async () => 1"))
+        admission = admission_key(private_queue.key_prefix)
+
+        def admitted() -> list[str]:
+            return [
+                str(m.decode() if isinstance(m, bytes) else m) for m in redis_sync.zrange(admission, 0, -1)
+            ]
+
+        (job_id,) = await eventually(admitted, TOLD_WITHIN_S, "the admitted job")
+        redis_sync.set(JobKeys.of(private_queue.key_prefix, job_id).claim, REFUSED_MARK, ex=600)
+        started = time.monotonic()
+        with pytest.raises(ExecutorError) as caught:
+            await running
+    assert time.monotonic() - started < TOLD_WITHIN_S
+    fault = caught.value
+    assert (fault.code, fault.retryable, fault.started) == ("INVALID_REQUEST", False, False)
+    assert "does not match the worker's job key" in fault.message and "CODEMODE_JOB_KEY" in fault.message

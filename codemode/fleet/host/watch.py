@@ -6,7 +6,8 @@ gave up on never starts.
     running, quiet for a lease check ─▶ lease gone and nothing on up? ─▶ WORKER_CRASHED
     queued, at its start-by time (or its worker's liveness key gone) ─▶ settle.lua:
         done ─▶ JOB_EXPIRED / HANDLE_LOST (marked: no worker will start it)
-        taken by a mark ─▶ JOB_EXPIRED / HOST_GONE / HANDLE_LOST
+        taken by a mark ─▶ JOB_EXPIRED / HOST_GONE / HANDLE_LOST / INVALID_REQUEST (refused:
+                           a worker found it unsigned or wrongly signed)
         taken by a worker ─▶ running (the session watches its lease from now on)
         wait ─▶ not due yet
     caller left ─▶ settle.lua with "cancelled" (never starts), or Cancel on down (stop it)
@@ -22,17 +23,18 @@ from typing import Final
 
 import redis.asyncio as aioredis
 
-from ..._faults import ExecutorError, HandleLost, HostGone, JobExpired
+from ..._faults import ExecutorError, HandleLost, HostGone, InvalidRequest, JobExpired
 from ..redis.channel import push
 from ..redis.keys import JobKeys, admission_key
 from ..redis.scripts import FleetScripts, SettleResult
 from ..settings import BrokerSettings
+from ..signing import REFUSED_MARK, refused_text
 from ..wire import Cancel, JobSpec, encode
 from .handles import worker_gone_text
 
 __all__ = ["MARKS", "JobWatch"]
 
-MARKS: Final = frozenset({"expired", "cancelled", "host-gone", "worker-gone"})
+MARKS: Final = frozenset({"expired", "cancelled", "host-gone", "worker-gone", REFUSED_MARK})
 """Claim values that are not a worker: the job will never start."""
 LEAVE_WAIT_S: Final = 2.0
 """How long leaving (cancel, cleanup) waits for Redis: a Redis that is gone cannot be told."""
@@ -100,6 +102,8 @@ class JobWatch:
             return None
         if result.holder == "worker-gone":
             return HandleLost(self._worker_gone())
+        if result.holder == REFUSED_MARK:  # its Failed may still be on up, or lost with it
+            return InvalidRequest(refused_text(signed=bool(self.settings.job_key)))
         if result.holder == "host-gone":
             return HostGone(
                 "A worker found this host's heartbeat lapsed before it started the job, so "

@@ -17,6 +17,9 @@ support Redis Cluster (the admission key lives in another slot).
   as expired (at its start-by time) or cancelled, so that no worker starts it later.
 * ``finish.lua``: a worker's last act on a job: its outcome on up (and the reader's close
   on down), its admission slot freed, its lease dropped, atomically.
+* ``refuse.lua``: a worker's answer to a job it refused (not signed with its key): the
+  job's host is told INVALID_REQUEST and the claim marked ``refused``, only for a live
+  host's admitted, unclaimed job (``worker/intake.py``).
 * ``record.lua``, ``forget.lua``: kombu's unacked bookkeeping, as the worker's transport
   sends it (``worker/transport.py``).
 

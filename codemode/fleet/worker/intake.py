@@ -18,14 +18,14 @@ exists, the job holds a slot in the admission set (only a host's admission scrip
 there), and no claim was made on the job (the refusal's own mark is set with it, so a
 copy of the job never runs after). A Redis writer without the key can therefore make a
 worker write only to a reply channel of a job a live host admitted and no worker took,
-and only the same fixed refusal; such a writer can already push to that channel, or
+and only the same fixed refusal (``redis/lua/refuse.lua``); such a writer can already push to that channel, or
 delete the job from its queue, itself. What it cannot do is run code or call tools.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 import redis
@@ -34,32 +34,15 @@ import redis.exceptions
 from ..._faults import InvalidRequest
 from ..redis.client import sync_client
 from ..redis.keys import JobKeys, admission_key, host_key
-from ..settings import ENV_JOB_KEY, TASK_NAME, BrokerSettings
-from ..signing import SIGNATURE_HEADER, JobSigner
+from ..redis.scripts import lua_source
+from ..settings import TASK_NAME, BrokerSettings
+from ..signing import REFUSED_MARK, SIGNATURE_HEADER, JobSigner, refused_text
 from ..wire import ENQUEUED_HEADER, Failed, JobSpec, encode, job_from_celery
 from .metrics import FleetTally
 
-__all__ = ["REFUSED_MARK", "REFUSED_TEXT", "Intake"]
+__all__ = ["REFUSED_MARK", "Intake"]
 
 log = logging.getLogger("codemode.fleet.worker")
-
-REFUSED_MARK: Final = "refused"
-"""The claim a refused job is marked with: no worker starts it afterwards."""
-REFUSED_TEXT: Final = (
-    "A worker refused this job: {why}. Producers and workers must share {env} (workers also "
-    "accept the previous key while keys rotate); nothing ran."
-)
-
-_ANSWER: Final = """
--- KEYS: claim, up, host, admission   ARGV: job_id, key_ttl_ms, failed_msg, mark
-if redis.call('EXISTS', KEYS[3]) == 0 then return 'host-gone' end
-if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then return 'not-admitted' end
-if not redis.call('SET', KEYS[1], ARGV[4], 'PX', tonumber(ARGV[2]), 'NX') then return 'claimed' end
-redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
-redis.call('ZREM', KEYS[4], ARGV[1])
-return 'answered'
-"""
 
 
 class Intake:
@@ -90,8 +73,7 @@ class Intake:
         if self.tally is not None:
             self.tally.refuse("unsigned" if unsigned else "bad-signature")
         refuse(message, f"a {TASK_NAME} message refused: {reason}")
-        why = "the job was not signed" if unsigned else "its signature does not match the worker's job key"
-        self._tell_host(message, REFUSED_TEXT.format(why=why, env=ENV_JOB_KEY))
+        self._tell_host(message, refused_text(signed=not unsigned))
         return True
 
     def _tell_host(self, message: Any, text: str) -> None:
@@ -103,7 +85,7 @@ class Intake:
         try:
             if self._answer is None:
                 self._redis = sync_client(self.settings)
-                self._answer = self._redis.register_script(_ANSWER)
+                self._answer = self._redis.register_script(lua_source("refuse"))
             said = self._answer(
                 keys=[
                     keys.claim,
