@@ -44,8 +44,16 @@ from codemode import (
     timeout_text,
     tool_result,
 )
+from codemode._host.pool import Pool
+from codemode._protocol import Run
 
 from .conftest import child_fault_env, child_pids
+
+
+def _pool_of(ex: IsolateExecutor) -> Pool:
+    """The executor's pool, which its first run started."""
+    assert ex._pool is not None
+    return ex._pool
 
 
 def test_a_child_killed_mid_run_fails_only_that_run() -> None:
@@ -58,9 +66,14 @@ def test_a_child_killed_mid_run_fails_only_that_run() -> None:
                 ex.execute("async () => { await new Promise((r) => setTimeout(r, 500)); return 'ok' }")
             )
             await asyncio.sleep(0.3)
-            busy = [w for w in ex._pool.workers() if w.run is not None and "late" in w.run.msg.code]  # type: ignore[union-attr]
+            busy = [
+                w
+                for w in _pool_of(ex).workers()
+                if w.run is not None and isinstance(w.run.msg, Run) and "late" in w.run.msg.code
+            ]
             assert busy, "the long run should be on a worker"
-            os.kill(busy[0].pid, signal.SIGKILL)  # type: ignore[arg-type]
+            assert busy[0].pid is not None
+            os.kill(busy[0].pid, signal.SIGKILL)
             with pytest.raises(WorkerCrashed) as info:
                 await victim_task
             err = info.value
@@ -306,7 +319,7 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
     """A run that ends (its deadline, say) while calls are still being served cancels
     their tasks, and each call's coroutine is closed; a call answered at once leaves no
     task; the run keeps none."""
-    from codemode._protocol import Call, Run
+    from codemode._protocol import Call
     from codemode._worker import ActiveRun, SpawnSettings, Worker
 
     async def main() -> None:
@@ -327,6 +340,7 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
             return coroutine
 
         run = Run(1, "() => 0", (), 1000, True, "none", time.monotonic())
+        # (on_call stands in for on_fetch too: no fetch is made here)
         active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call, on_fetch=on_call)  # type: ignore[arg-type]
         worker.run = active
         for call_id in (1, 2, 3):  # (from a callback of the loop, as the reader calls it)
@@ -370,7 +384,7 @@ def test_the_started_mark_is_read_from_the_shared_page() -> None:
 async def _until_running(ex: IsolateExecutor) -> None:
     """Wait until a child has been handed a run (the executor's only one)."""
     deadline = time.monotonic() + 30
-    while not any(w.run is not None for w in ex._pool.workers()):  # type: ignore[union-attr]
+    while not any(w.run is not None for w in _pool_of(ex).workers()):
         assert time.monotonic() < deadline, "the run never reached a child"
         await asyncio.sleep(0)
 
@@ -425,6 +439,6 @@ def test_a_handle_whose_caller_stopped_waiting_is_released() -> None:
                 outcome = await asyncio.wait_for(ex.execute("() => 6 * 7"), 60)
                 assert outcome.result == 42  # (a child still holding the isolate would not take it)
                 assert ex._handles.live_count() == 0
-                assert all(w.retained is None for w in ex._pool.workers())  # type: ignore[union-attr]
+                assert all(w.retained is None for w in _pool_of(ex).workers())
 
     asyncio.run(main())
