@@ -125,7 +125,9 @@ def test_a_timeout_entered_in_the_first_step_fires_into_the_call_after_it_waits(
                 await asyncio.sleep(10)
         except TimeoutError:
             outcome.append("timed out")
-        outcome.append(f"cancelling={asyncio.current_task().cancelling()}")  # type: ignore[union-attr]
+        task = asyncio.current_task()
+        assert task is not None
+        outcome.append(f"cancelling={task.cancelling()}")
 
     _run_to_its_end(call, outcome, ["timed out", "cancelling=0"])
 

@@ -132,8 +132,11 @@ def test_a_handle_whose_child_died_is_lost() -> None:
     with SyncIsolateExecutor(pool={"max_workers": 2}) as ex:
         handle = ex.execute(COUNTER, retain_handles=True).handle
         assert handle is not None
-        holder = [w for w in ex._async._pool.workers() if w.retained is not None]  # type: ignore[union-attr]
-        os.kill(holder[0].pid, signal.SIGKILL)  # type: ignore[arg-type]
+        pool = ex._async._pool
+        assert pool is not None
+        holder = [w for w in pool.workers() if w.retained is not None]
+        assert holder[0].pid is not None
+        os.kill(holder[0].pid, signal.SIGKILL)
         time.sleep(0.5)
         with pytest.raises(HandleLost) as info:
             ex.invoke_handle(handle, {"url": "https://svc.test/"})

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from mcp_helpers import TOKEN, alive, http_upstream, stdio_upstream, wait_dead
@@ -132,9 +133,9 @@ def test_an_unreachable_server_is_named_when_the_set_starts() -> None:
         (lambda: McpTools([StdioServer("a", "x"), StdioServer("a", "y")]), "claimed by both"),
     ],
 )
-def test_configuration_mistakes_say_what_to_change(make: object, message: str) -> None:
+def test_configuration_mistakes_say_what_to_change(make: Callable[[], object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        make()  # type: ignore[operator]
+        make()
 
 
 def test_results_as_values() -> None:
