@@ -227,7 +227,7 @@ def test_worker_passes_argv_through(monkeypatch: pytest.MonkeyPatch) -> None:
         seen.append(argv)
         return 0
 
-    fake.main = fleet_main  # type: ignore[attr-defined]
+    fake.main = fleet_main  # type: ignore[attr-defined]  # a stand-in module, filled in here
     monkeypatch.setitem(sys.modules, "codemode.fleet.worker.cli", fake)
     monkeypatch.setattr("importlib.import_module", lambda name: sys.modules[name])
     assert cli.main(["worker", "--concurrency", "2", "-Q", "codemode"]) == 0
@@ -252,7 +252,7 @@ def test_worker_exit_status_of_fleet_parser(monkeypatch: pytest.MonkeyPatch) -> 
         raise SystemExit(2)
 
     fake = types.ModuleType("codemode.fleet.worker.cli")
-    fake.main = parse  # type: ignore[attr-defined]
+    fake.main = parse  # type: ignore[attr-defined]  # a stand-in module, filled in here
     monkeypatch.setitem(sys.modules, "codemode.fleet.worker.cli", fake)
     monkeypatch.setattr("importlib.import_module", lambda name: sys.modules[name])
     assert cli.main(["worker", "--bogus"]) == 2

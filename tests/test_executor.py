@@ -406,7 +406,7 @@ def test_malformed_requests_raise_invalid_request_before_anything_runs(
         ex = IsolateExecutor(pool={"max_workers": 1})
         try:
             with pytest.raises(InvalidRequest) as info:
-                await ex.execute(**kwargs)  # type: ignore[arg-type]
+                await ex.execute(**kwargs)  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
             assert fragment in str(info.value)
             assert info.value.code == "INVALID_REQUEST"
             assert not info.value.retryable and not info.value.started

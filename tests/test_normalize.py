@@ -338,7 +338,7 @@ def test_other_language_fences_raise() -> None:
 
 def test_non_string_raises_type_error() -> None:
     with pytest.raises(TypeError):
-        normalize_code(b"6 * 7")  # type: ignore[arg-type]
+        normalize_code(b"6 * 7")  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
 
 
 def test_fast() -> None:

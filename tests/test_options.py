@@ -205,7 +205,7 @@ def test_the_edge_values_are_accepted_and_start_nothing(kwargs: dict[str, Any]) 
 
 def test_the_fleet_edge_values_are_accepted() -> None:
     settings = BrokerSettings()
-    for kwargs in [
+    edge_values: list[dict[str, Any]] = [
         {"queue_timeout": 1},
         {"queue_timeout": MAX_QUEUE_TIMEOUT_MS},
         {"max_jobs": 1},
@@ -214,8 +214,9 @@ def test_the_fleet_edge_values_are_accepted() -> None:
         {"redis_url": "unix:///tmp/redis.sock"},
         {"ceilings": {"max_timeout_ms": 1_000}, "timeout": 1_000},
         {"modules": {"a": {"type": "json", "value": {"k": [1, None]}}}},
-    ]:
-        executor = FleetExecutor(settings=settings, **kwargs)  # type: ignore[arg-type]
+    ]
+    for kwargs in edge_values:
+        executor = FleetExecutor(settings=settings, **kwargs)
         asyncio.run(executor.aclose())
 
 

@@ -74,7 +74,7 @@ def test_waits_grow_exponentially_up_to_the_cap_with_jitter() -> None:
 )
 def test_a_policy_that_cannot_work_is_refused_when_made(kwargs: dict[str, object], text: str) -> None:
     with pytest.raises(InvalidRequest, match=text):
-        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+        RetryPolicy(**kwargs)  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
 
 
 def test_execute_sync_retries_queue_full_on_a_sync_executor() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from codemode import InvalidRequest, IsolateExecutor, LogEntry, SyncIsolateExecutor, ToolRegistry
 from codemode._positions import program_error, syntax_error_position
-from codemode.tools import ToolCall
+from codemode.tools import Approve, ToolCall
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_map_jobs_take_inputs(executor: SyncIsolateExecutor) -> None:
 
     jobs = [Job(n, "async ({ n }) => n * n", inputs={"n": n}) for n in range(5)]
     results = dict(executor.map(jobs))
-    assert {key: outcome.result for key, outcome in results.items()} == {n: n * n for n in range(5)}  # type: ignore[union-attr]
+    assert {key: outcome.result for key, outcome in results.items()} == {n: n * n for n in range(5)}  # type: ignore[union-attr]  # each job's result is an Outcome here
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -243,9 +243,9 @@ def test_on_log_through_the_sync_executor(executor: SyncIsolateExecutor) -> None
 # ---- approvals ------------------------------------------------------------------------
 
 
-def _registry(approve: object) -> tuple[ToolRegistry, list[str]]:
+def _registry(approve: Approve) -> tuple[ToolRegistry, list[str]]:
     ran: list[str] = []
-    tools = ToolRegistry(approve=approve)  # type: ignore[arg-type]
+    tools = ToolRegistry(approve=approve)
 
     @tools.tool("shop", "refund", approval=True)
     def refund(order: str, amount: int) -> str:

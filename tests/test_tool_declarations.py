@@ -292,7 +292,7 @@ def test_a_schema_declared_tool_gets_one_checked_object() -> None:
     tools = ToolRegistry()
     schema = MCP_LISTING[0]["inputSchema"]
 
-    @tools.tool("github", "search_issues", parameters=schema)  # type: ignore[arg-type]
+    @tools.tool("github", "search_issues", parameters=schema)  # type: ignore[arg-type]  # a JSON object
     async def search(args: dict[str, Any]) -> dict[str, int]:
         seen.append(args)
         return {"total": 3}

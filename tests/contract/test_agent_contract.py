@@ -25,7 +25,7 @@ async def test_inputs_reach_the_entry_function(executor: Executor) -> None:
 
 async def test_inputs_that_are_not_json_are_refused_before_anything_runs(executor: Executor) -> None:
     with pytest.raises(InvalidRequest, match="inputs must be JSON data"):
-        await executor.execute("async (x) => x", inputs={"when": object()})  # type: ignore[dict-item]
+        await executor.execute("async (x) => x", inputs={"when": object()})  # type: ignore[dict-item]  # wrong on purpose: its refusal is tested
 
 
 async def test_map_jobs_carry_inputs(executor: Executor) -> None:

@@ -450,7 +450,7 @@ async def test_a_policy_response_with_a_text_body_rejects_the_fetch_at_once(exec
     from codemode import OutboundRequest, OutboundResponse
 
     def policy(request: OutboundRequest) -> OutboundResponse:
-        return OutboundResponse(200, body="text, not bytes")  # type: ignore[arg-type]
+        return OutboundResponse(200, body="text, not bytes")  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
 
     outcome = await executor.execute(
         "async () => { try { await fetch('https://api.example/'); return 'fetched' }"

@@ -31,6 +31,9 @@ from codemode.fleet.testing import SharedFleet, WorkerProcess
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+JOB_KEY = "canvas-" + "k" * 40
+"""The canvas worker runs signed jobs only: every test below also proves that what it runs
+(a chain's next step, a chord's callback, an errback, Celery's retry) was signed."""
 RESULT_TIMEOUT_S = 120.0
 """Generous: the machine is shared, and a retry waits up to a few seconds of back-off."""
 
@@ -64,6 +67,7 @@ def canvas(fleet: SharedFleet, tmp_path_factory: pytest.TempPathFactory) -> Iter
         queue=f"canvas-{tag}",
         key_prefix=f"canvas-{tag}",
         result_backend=fleet.settings.redis_url,
+        job_key=JOB_KEY,
     )
     tokens = tmp_path_factory.mktemp("canvas-tokens")
     worker = WorkerProcess(
@@ -191,7 +195,7 @@ def test_a_malformed_job_is_a_fault_that_says_what_to_fix(canvas: CanvasFleet) -
 
 def test_the_host_refuses_a_job_no_worker_would_run() -> None:
     with pytest.raises(InvalidRequest, match="on_fault"):
-        run_signature("() => 1", on_fault="ignore")  # type: ignore[arg-type]
+        run_signature("() => 1", on_fault="ignore")  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
     with pytest.raises(InvalidRequest, match="JSON"):
         run_signature("() => 1", inputs={"when": object()})
     assert CanvasFault("QUEUE_FULL", "busy", True, False).args == ("QUEUE_FULL", "busy", True, False)

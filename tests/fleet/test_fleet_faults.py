@@ -207,7 +207,7 @@ async def test_disposing_during_a_quiet_start_says_the_program_started(
 async def test_redis_restart_mid_job_is_a_typed_fault_and_everyone_reconnects(
     private_redis: RedisServer, start_worker: Callable[..., WorkerProcess]
 ) -> None:
-    settings = BrokerSettings(redis_url=private_redis.url, **FAST_FAULTS)  # type: ignore[arg-type]
+    settings = BrokerSettings(redis_url=private_redis.url, **FAST_FAULTS)  # type: ignore[arg-type]  # a dict of BrokerSettings' timing fields
     worker = start_worker(settings, name="survivor")
     entered = asyncio.Event()
 

@@ -166,7 +166,7 @@ async def test_release_then_handle_lost(executor: FleetExecutor) -> None:
     with pytest.raises(HandleLost):
         await executor.invoke_handle("nobody:1:00", {"url": "https://svc.test/"})
     with pytest.raises(InvalidRequest):
-        await executor.invoke_handle(42, {"url": "https://svc.test/"})  # type: ignore[arg-type]
+        await executor.invoke_handle(42, {"url": "https://svc.test/"})  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
     # A program that returns no handler retains nothing.
     plain = await executor.execute("async () => 42", retain_handles=True)
     assert plain.result == 42 and plain.handle is None

@@ -223,7 +223,7 @@ def poison_settings(private_redis: RedisServer) -> BrokerSettings:
         queue=f"q-{uuid.uuid4().hex[:8]}",
         visibility_timeout_s=VISIBILITY_S,
         unacked_restore_interval_s=1,
-        **FAST_FAULTS,  # type: ignore[arg-type]
+        **FAST_FAULTS,  # type: ignore[arg-type]  # a dict of BrokerSettings' timing fields
     )
 
 

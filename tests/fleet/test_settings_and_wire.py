@@ -192,7 +192,7 @@ def test_pin_cpus_reads_true_or_false_and_nothing_else() -> None:
     with pytest.raises(SettingsError, match="CODEMODE_WORKER_PIN_CPUS must be true or false"):
         WorkerSettings.from_env({"CODEMODE_WORKER_PIN_CPUS": "sometimes"})
     with pytest.raises(SettingsError, match="pin_cpus must be true or false"):
-        WorkerSettings(pin_cpus="no")  # type: ignore[arg-type]
+        WorkerSettings(pin_cpus="no")  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
 
 
 def test_standby_reads_true_or_false_and_nothing_else() -> None:
@@ -203,7 +203,7 @@ def test_standby_reads_true_or_false_and_nothing_else() -> None:
     with pytest.raises(SettingsError, match="CODEMODE_WORKER_STANDBY must be true or false"):
         WorkerSettings.from_env({"CODEMODE_WORKER_STANDBY": "maybe"})
     with pytest.raises(SettingsError, match="standby must be true or false"):
-        WorkerSettings(standby=1)  # type: ignore[arg-type]
+        WorkerSettings(standby=1)  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
 
 
 def test_job_travels_as_plain_json_and_back() -> None:

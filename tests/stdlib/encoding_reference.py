@@ -53,6 +53,7 @@ def index_code_point(name: str, pointer: int) -> int | None:
 
 @cache
 def _ranges() -> tuple[list[int], list[int]]:
+    # indexes.json's one entry that is [pointer, code point] pairs, not a table
     pairs: list[list[int]] = indexes()["gb18030-ranges"]  # type: ignore[assignment]
     return [p for p, _ in pairs], [c for _, c in pairs]
 

@@ -165,7 +165,7 @@ def test_every_pointer_round_trips(guest: Guest, encoding: str, index: str, limi
         special = set(range(8836, 10716))
     pointers = [p for p, cp in enumerate(table) if cp is not None and p not in special]
     data = b"".join(_pointer_bytes(encoding, p) for p in pointers)
-    want = "".join(chr(table[p]) for p in pointers)  # type: ignore[arg-type]
+    want = "".join(chr(table[p]) for p in pointers)  # type: ignore[arg-type]  # pointers skip None
     label = encoding.split("/")[0]
     if label == "iso-2022-jp":
         data = b"\x1b$B" + data + b"\x1b(B"
@@ -198,6 +198,7 @@ def _single_byte_encodings() -> list[str]:
         return ["ibm866"]
     for group in ref.encodings():
         if group["heading"] == "Legacy single-byte encodings":
+            # encodings.json, read as plain objects: each group's "encodings" is a list of them
             return [e["name"].lower() for e in group["encodings"]]  # type: ignore[attr-defined]
     raise AssertionError("no single-byte group")
 
@@ -310,7 +311,7 @@ def test_labels_and_replacement(guest: Guest) -> None:
     pairs = [
         (label, enc["name"].lower())
         for group in ref.encodings()
-        for enc in group["encodings"]  # type: ignore[attr-defined]
+        for enc in group["encodings"]  # type: ignore[attr-defined]  # a list, in encodings.json
         for label in enc["labels"]
     ]
     out = guest.run(
