@@ -4,7 +4,10 @@ Each run gets an empty isolate inside a supervised child process, bounded by a h
 deadline and a memory limit; the program's tool calls come back to the host as data.
 
 The public names are re-exported here from private modules; ``__all__`` is the contract
-(a test keeps it sorted and complete). The executor, the dispatch helpers, the entry-form
+(a test keeps it sorted and complete): the executors and their protocols, the outcome types,
+tools, config, faults and ``normalize_code``. The defaults and bounds are named constants in
+:mod:`codemode.limits`; the declared sentences a program's model reads are in
+:mod:`codemode.texts`. The executor, the dispatch helpers, the entry-form
 normalizer and the outbound policy are imported on first use (PEP 562): they pull in httpx
 and tree-sitter, which every child process would otherwise load at start-up (it imports
 this package first) without using them.
@@ -15,23 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._config import (
-    DEFAULT_COUNT_HOST_WAITS,
-    DEFAULT_MAX_LOG_ENTRIES,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_MAX_QUEUE,
-    DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_MAX_TIMEOUT_MS,
-    DEFAULT_MAX_WORKERS,
-    DEFAULT_MEMORY_LIMIT_MB,
-    DEFAULT_TIMEOUT_MS,
-    MAX_MEMORY_LIMIT_MB,
-    MAX_POOL_WORKERS,
-    MIN_MEMORY_LIMIT_MB,
-    UNSET,
-    Ceilings,
-    PoolConfig,
-)
+from ._config import UNSET, Ceilings, PoolConfig
 from ._contract import Executor, SyncExecutor
 from ._faults import (
     BrokerUnreachable,
@@ -50,7 +37,6 @@ from ._faults import (
 )
 from ._outcome import LogEntry, Outcome, ProgramError
 from ._request import Provider
-from ._texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
 
 if TYPE_CHECKING:
     from ._bulk import Job
@@ -92,19 +78,6 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_COUNT_HOST_WAITS",
-    "DEFAULT_MAX_LOG_ENTRIES",
-    "DEFAULT_MAX_MESSAGE_BYTES",
-    "DEFAULT_MAX_QUEUE",
-    "DEFAULT_MAX_REQUEST_BYTES",
-    "DEFAULT_MAX_TIMEOUT_MS",
-    "DEFAULT_MAX_WORKERS",
-    "DEFAULT_MEMORY_LIMIT_MB",
-    "DEFAULT_TIMEOUT_MS",
-    "MAX_MEMORY_LIMIT_MB",
-    "MAX_POOL_WORKERS",
-    "MIN_MEMORY_LIMIT_MB",
-    "NETWORK_DISABLED",
     "UNSET",
     "BrokerUnreachable",
     "Cancelled",
@@ -135,10 +108,7 @@ __all__ = [
     "WorkerCrashed",
     "allow_hosts",
     "fault_from_data",
-    "memory_text",
-    "message_ceiling_text",
     "normalize_code",
-    "timeout_text",
     "tool_error",
     "tool_result",
 ]

@@ -3,7 +3,7 @@
 * ``outbound`` left out: the executor's own network performs the request (httpx),
   redirects followed.
 * ``outbound=None``: there is no network; fetch rejects inside the isolate with
-  :data:`codemode.NETWORK_DISABLED` and nothing reaches the host.
+  :data:`codemode.texts.NETWORK_DISABLED` and nothing reaches the host.
 * ``outbound=policy``: every request reaches ``policy(OutboundRequest)`` as plain data, and
   every redirect hop is presented to it again as a request of its own, so an allow list
   written the obvious way cannot be bypassed by a 302. The policy returns an

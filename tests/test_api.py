@@ -53,3 +53,19 @@ def test_every_fault_is_an_executor_error_with_a_stable_code() -> None:
         data = fault("x", started=True).to_data()
         again = codemode.fault_from_data(data)
         assert type(again) is fault and again.started and again.retryable == fault.retryable
+
+
+def test_constants_and_sentences_live_in_their_own_modules() -> None:
+    """The top-level ``__all__`` stays small: the defaults and bounds are in
+    ``codemode.limits``, the declared sentences in ``codemode.texts``, each complete."""
+    import codemode.limits
+    import codemode.texts
+
+    for module in (codemode.limits, codemode.texts):
+        names = list(module.__all__)
+        assert names == sorted(names, key=lambda n: (0 if n.isupper() else 1, n)), module.__name__
+        assert all(hasattr(module, n) for n in names)
+        assert not set(names) & set(codemode.__all__)
+    assert codemode.texts.timeout_text(300).startswith("Execution timed out at its 300 ms bound.")
+    assert codemode.limits.DEFAULT_TIMEOUT_MS > 0
+    assert len(codemode.__all__) <= 40

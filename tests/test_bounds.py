@@ -11,15 +11,8 @@ from typing import TypedDict
 
 import pytest
 
-from codemode import (
-    IsolateExecutor,
-    QueueFull,
-    SyncIsolateExecutor,
-    memory_text,
-    message_ceiling_text,
-    timeout_text,
-    tool_result,
-)
+from codemode import IsolateExecutor, QueueFull, SyncIsolateExecutor, tool_result
+from codemode.texts import memory_text, message_ceiling_text, timeout_text
 
 TIMEOUT_300 = (
     "Execution timed out at its 300 ms bound. "

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from codemode import NETWORK_DISABLED, cli, memory_text, timeout_text
+from codemode import cli
+from codemode.texts import NETWORK_DISABLED, memory_text, timeout_text
 
 FENCE = "```"
 

@@ -35,17 +35,10 @@ from typing import Any
 
 import pytest
 
-from codemode import (
-    Disposed,
-    IsolateExecutor,
-    SyncIsolateExecutor,
-    WorkerCrashed,
-    memory_text,
-    timeout_text,
-    tool_result,
-)
+from codemode import Disposed, IsolateExecutor, SyncIsolateExecutor, WorkerCrashed, tool_result
 from codemode._host.pool import Pool
 from codemode._protocol import Run
+from codemode.texts import memory_text, timeout_text
 
 from .conftest import child_fault_env, child_pids
 

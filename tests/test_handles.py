@@ -10,15 +10,8 @@ import time
 
 import pytest
 
-from codemode import (
-    HandleExpired,
-    HandleLost,
-    IsolateExecutor,
-    QueueFull,
-    SyncIsolateExecutor,
-    timeout_text,
-    tool_result,
-)
+from codemode import HandleExpired, HandleLost, IsolateExecutor, QueueFull, SyncIsolateExecutor, tool_result
+from codemode.texts import timeout_text
 
 COUNTER = """async () => {
     let count = 0;

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from codemode import InvalidRequest, SyncIsolateExecutor, timeout_text
+from codemode import InvalidRequest, SyncIsolateExecutor
+from codemode.texts import timeout_text
 
 MODULES: dict[str, str | dict[str, object]] = {
     "lib/math": "export const add = (a, b) => a + b\nexport default function mul(a, b) { return a * b }\n",

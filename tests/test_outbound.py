@@ -9,17 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from codemode import (
-    NETWORK_DISABLED,
-    InvalidRequest,
-    OutboundRequest,
-    OutboundResponse,
-    SyncIsolateExecutor,
-    allow_hosts,
-    memory_text,
-    message_ceiling_text,
-    timeout_text,
-)
+from codemode import InvalidRequest, OutboundRequest, OutboundResponse, SyncIsolateExecutor, allow_hosts
+from codemode.texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -95,7 +95,7 @@ would be mistaken for a dead connection."""
 
 MAX_JOB_SECONDS: Final = 300 + 300
 """The longest a job can legitimately live: the operator ceiling on a run's clock
-(``codemode.DEFAULT_MAX_TIMEOUT_MS``, 300 s) plus the longest queue timeout we accept (300 s).
+(``codemode.limits.DEFAULT_MAX_TIMEOUT_MS``, 300 s) plus the longest queue timeout we accept (300 s).
 The visibility timeout must stay well above it."""
 
 ENV_REDIS_URL: Final = "CODEMODE_REDIS_URL"

@@ -9,18 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from codemode import (
-    NETWORK_DISABLED,
-    Executor,
-    ExecutorError,
-    HandleLost,
-    InvalidRequest,
-    Outcome,
-    timeout_text,
-    tool_error,
-    tool_result,
-)
+from codemode import Executor, ExecutorError, HandleLost, InvalidRequest, Outcome, tool_error, tool_result
 from codemode._contract import ModuleSource
+from codemode.texts import NETWORK_DISABLED, timeout_text
 
 pytestmark = pytest.mark.anyio
 

@@ -30,13 +30,13 @@ from codemode import (
     OutboundResponse,
     QueueFull,
     WorkerCrashed,
-    timeout_text,
     tool_result,
 )
 from codemode.fleet import FleetExecutor
 from codemode.fleet.redis.keys import worker_key, worker_queue
 from codemode.fleet.settings import ENV_HANDLE_IDLE_TTL_S, ENV_WORKER_MAX_HANDLES, BrokerSettings
 from codemode.fleet.testing import WorkerProcess
+from codemode.texts import timeout_text
 
 pytestmark = [pytest.mark.fleet, pytest.mark.anyio]
 

@@ -19,7 +19,7 @@ import redis
 import redis.asyncio as aioredis
 
 import codemode.fleet
-from codemode import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS, JobExpired, LogEntry, Outcome, ProgramError
+from codemode import JobExpired, LogEntry, Outcome, ProgramError
 from codemode._faults import FaultData
 from codemode._outbound import OutboundRequest
 from codemode.fleet.redis.channel import pop, push
@@ -52,6 +52,7 @@ from codemode.fleet.wire import (
 )
 from codemode.fleet.worker.cli import main as worker_main
 from codemode.fleet.worker.transport import RedisTransport
+from codemode.limits import MAX_MEMORY_LIMIT_MB, MAX_POOL_WORKERS
 
 pytestmark = pytest.mark.fleet
 

@@ -35,15 +35,8 @@ from typing import Any
 
 import pytest
 
-from codemode import (
-    NETWORK_DISABLED,
-    Outcome,
-    SyncIsolateExecutor,
-    memory_text,
-    message_ceiling_text,
-    timeout_text,
-    tool_result,
-)
+from codemode import Outcome, SyncIsolateExecutor, tool_result
+from codemode.texts import NETWORK_DISABLED, memory_text, message_ceiling_text, timeout_text
 
 from .conftest import HOSTILE_MEMORY_MB, HOSTILE_TIMEOUT_MS, HOSTILE_WORKERS, hostile_executor
 
