@@ -155,12 +155,12 @@ def my_children() -> list[int]:
 
 async def count_child(env: dict[str, str], runs: int) -> dict[str, float]:
     """Instructions an isolate child executes per run (and per next isolate prepared)."""
-    import codemode._worker as worker_module
+    import codemode._host.spawn as spawn_module
     from codemode import IsolateExecutor
 
     with callgrind_wrapper() as (wrapper, out):
         real, sys.executable = sys.executable, str(wrapper)
-        worker_module.READY_TIMEOUT_S = 900.0
+        spawn_module.READY_TIMEOUT_S = 900.0
         try:
             async with IsolateExecutor(
                 pool={"max_workers": 1, "standby": False}, child_env={**os.environ, **env}

@@ -41,17 +41,18 @@ from ._request import Provider
 if TYPE_CHECKING:
     from ._bulk import Job
     from ._dispatch import tool_error, tool_result
-    from ._executor import IsolateExecutor, SyncIsolateExecutor
+    from ._executor import IsolateExecutor
     from ._outbound import OutboundRequest, OutboundResponse, allow_hosts
     from ._retry import RetryPolicy
     from ._source.normalize import normalize_code
+    from ._sync_executor import SyncIsolateExecutor
     from .tools import ToolRegistry
 
 _LAZY = {
     "Job": "._bulk",
     "RetryPolicy": "._retry",
     "IsolateExecutor": "._executor",
-    "SyncIsolateExecutor": "._executor",
+    "SyncIsolateExecutor": "._sync_executor",
     "ToolRegistry": ".tools",
     "tool_error": "._dispatch",
     "tool_result": "._dispatch",

@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from ._faults import HandleExpired, HandleLost, InvalidRequest
+from ._host.child import ChildProcess
 from ._request import ResolvedRequest
-from ._worker import Worker
 
 __all__ = [
     "DEFAULT_HANDLE_IDLE_TTL_S",
@@ -59,7 +59,7 @@ class HandleRecord:
     """One retained isolate, as the host sees it."""
 
     id: str
-    worker: Worker
+    child: ChildProcess
     request: ResolvedRequest
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     state: str = "live"  # live, released, expired
@@ -76,14 +76,14 @@ class HandleTable:
         self._records: dict[str, HandleRecord] = {}
 
     def live_count(self) -> int:
-        return sum(1 for r in self._records.values() if r.state == "live" and r.worker.alive)
+        return sum(1 for r in self._records.values() if r.state == "live" and r.child.alive)
 
-    def add(self, handle: str, worker: Worker, request: ResolvedRequest) -> HandleRecord:
+    def add(self, handle: str, child: ChildProcess, request: ResolvedRequest) -> HandleRecord:
         # Forget handles that ended long ago (their callers have had time to hear why).
         cutoff = time.monotonic() - FORGET_AFTER_S
         for key in [k for k, r in self._records.items() if r.state != "live" and r.last_used < cutoff]:
             del self._records[key]
-        record = HandleRecord(handle, worker, request)
+        record = HandleRecord(handle, child, request)
         self._records[handle] = record
         self.touch(record)
         return record
@@ -98,7 +98,7 @@ class HandleTable:
     def _expire(self, record: HandleRecord) -> None:
         if record.state == "live" and not record.lock.locked():
             record.state = "expired"
-            record.worker.release()
+            record.child.release()
 
     def get(self, handle: object) -> HandleRecord:
         record = find_handle(self._records, handle)
@@ -109,7 +109,7 @@ class HandleTable:
             )
         if record.state == "released":
             raise HandleLost(f"Handle {handle} was released.")
-        if not record.worker.alive or record.worker.retained is None:
+        if not record.child.alive or record.child.retained is None:
             raise HandleLost(
                 f"Handle {handle} is lost: the child process that held its isolate is gone "
                 "(or an invocation hit a bound); run the program again."
@@ -121,7 +121,7 @@ class HandleTable:
         record.state = "released"
         if record.expiry is not None:
             record.expiry.cancel()
-        record.worker.release()
+        record.child.release()
 
     def close(self) -> None:
         for record in self._records.values():

@@ -60,11 +60,11 @@ def test_a_child_killed_mid_run_fails_only_that_run() -> None:
             )
             await asyncio.sleep(0.3)
             busy = [
-                w
-                for w in _pool_of(ex).workers()
-                if w.run is not None and isinstance(w.run.msg, Run) and "late" in w.run.msg.code
+                c
+                for c in _pool_of(ex).children()
+                if c.run is not None and isinstance(c.run.msg, Run) and "late" in c.run.msg.code
             ]
-            assert busy, "the long run should be on a worker"
+            assert busy, "the long run should be on a child"
             assert busy[0].pid is not None
             os.kill(busy[0].pid, signal.SIGKILL)
             with pytest.raises(WorkerCrashed) as info:
@@ -109,16 +109,16 @@ def test_a_child_that_cannot_keep_its_deadline_is_ended_by_the_host(tool_wait_s:
             assert pool is not None
             deadline = time.monotonic() + 5
             while not (
-                pool.workers()
-                and (active := pool.workers()[0].run) is not None
+                pool.children()
+                and (active := pool.children()[0].run) is not None
                 and not active.open_calls
                 and active.paused_total > 0
             ):
                 assert time.monotonic() < deadline, "the tool call should have been answered"
                 await asyncio.sleep(0.002)
-            [worker] = pool.workers()
-            assert worker.pid is not None
-            os.kill(worker.pid, signal.SIGSTOP)
+            [child] = pool.children()
+            assert child.pid is not None
+            os.kill(child.pid, signal.SIGSTOP)
             outcome = await asyncio.wait_for(run, 10)
             elapsed = time.monotonic() - started
             assert outcome.error == timeout_text(300)
@@ -312,12 +312,14 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
     """A run that ends (its deadline, say) while calls are still being served cancels
     their tasks, and each call's coroutine is closed; a call answered at once leaves no
     task; the run keeps none."""
+    from codemode._host.calls import ActiveRun
+    from codemode._host.child import ChildProcess
+    from codemode._host.spawn import SpawnSettings
     from codemode._protocol import Call
-    from codemode._worker import ActiveRun, SpawnSettings, Worker
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        worker = Worker(1, SpawnSettings(64, 1 << 20, 100), lambda w: None, lambda w: None)
+        child = ChildProcess(1, SpawnSettings(64, 1 << 20, 100), lambda c: None, lambda c: None)
         made: list[Any] = []
         entered: list[int] = []
 
@@ -335,18 +337,18 @@ def test_a_call_whose_run_ended_before_it_was_served_is_closed_not_leaked() -> N
         run = Run(1, "() => 0", (), 1000, True, "none", time.monotonic())
         # (on_call stands in for on_fetch too: no fetch is made here)
         active = ActiveRun(msg=run, future=loop.create_future(), on_call=on_call, on_fetch=on_call)  # type: ignore[arg-type]
-        worker.run = active
+        child.run = active
         for call_id in (1, 2, 3):  # (from a callback of the loop, as the reader calls it)
-            loop.call_soon(worker._answer, active, call_id, lambda call_id=call_id: serve(call_id))
+            loop.call_soon(child._answer, active, call_id, lambda call_id=call_id: serve(call_id))
         await asyncio.sleep(0)
         assert entered == [1, 2, 3]
         assert len(active.tasks) == 2  # the third answered at once and left no task
         waiting = list(active.tasks)
-        loop.call_soon(worker._answer, active, 4, lambda: serve(4))  # started at once: waits
+        loop.call_soon(child._answer, active, 4, lambda: serve(4))  # started at once: waits
         await asyncio.sleep(0)
         latest = list(active.tasks - set(waiting))
         assert len(latest) == 1
-        worker._finish(active)  # the run ended
+        child._finish(active)  # the run ended
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert not active.tasks and all(t.cancelled() for t in waiting + latest)
@@ -377,7 +379,7 @@ def test_the_started_mark_is_read_from_the_shared_page() -> None:
 async def _until_running(ex: IsolateExecutor) -> None:
     """Wait until a child has been handed a run (the executor's only one)."""
     deadline = time.monotonic() + 30
-    while not any(w.run is not None for w in _pool_of(ex).workers()):
+    while not any(c.run is not None for c in _pool_of(ex).children()):
         assert time.monotonic() < deadline, "the run never reached a child"
         await asyncio.sleep(0)
 
@@ -432,6 +434,6 @@ def test_a_handle_whose_caller_stopped_waiting_is_released() -> None:
                 outcome = await asyncio.wait_for(ex.execute("() => 6 * 7"), 60)
                 assert outcome.result == 42  # (a child still holding the isolate would not take it)
                 assert ex._handles.live_count() == 0
-                assert all(w.retained is None for w in _pool_of(ex).workers())
+                assert all(c.retained is None for c in _pool_of(ex).children())
 
     asyncio.run(main())

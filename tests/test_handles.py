@@ -127,7 +127,7 @@ def test_a_handle_whose_child_died_is_lost() -> None:
         assert handle is not None
         pool = ex._async._pool
         assert pool is not None
-        holder = [w for w in pool.workers() if w.retained is not None]
+        holder = [c for c in pool.children() if c.retained is not None]
         assert holder[0].pid is not None
         os.kill(holder[0].pid, signal.SIGKILL)
         time.sleep(0.5)

@@ -82,7 +82,7 @@ def test_a_missing_asyncio_internal_is_named_in_a_sentence(monkeypatch: pytest.M
 
 
 def test_detached_transports_outlive_their_loop() -> None:
-    """What ``Worker.forget_loop`` needs of asyncio's transports, on real pipes and a real
+    """What ``ChildProcess.forget_loop`` needs of asyncio's transports, on real pipes and a real
     process: once detached, a transport whose loop is closed closes (or is collected)
     without reaching for that loop, and a pipe's descriptor is closed at once."""
     import asyncio

@@ -165,9 +165,9 @@ def test_the_host_is_told_when_children_run_without_the_snapshot(
 ) -> None:
     import os
 
-    from codemode import _worker
+    from codemode._host import spawn
 
-    monkeypatch.setattr(_worker, "_NO_SNAPSHOT_SAID", set())  # said once per process: afresh here
+    monkeypatch.setattr(spawn, "_NO_SNAPSHOT_SAID", set())  # said once per process: afresh here
     caplog.set_level(logging.INFO, logger="codemode.pool")
     with SyncIsolateExecutor(pool={"max_workers": 1}) as ex:
         assert ex.execute(code="() => 1").result == 1

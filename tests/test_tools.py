@@ -282,7 +282,7 @@ def test_a_flood_of_calls_is_served_whole_and_in_order_a_share_per_loop_turn(
     """Past CALLS_STARTED_PER_TURN calls in one loop turn, the rest wait in the run's line
     for the next turns (so the loop keeps reading the child between them): every call is
     still served, in the order the program made them."""
-    from codemode._worker import CALLS_STARTED_PER_TURN
+    from codemode._host.calls import CALLS_STARTED_PER_TURN
 
     served: list[int] = []
 

@@ -18,7 +18,7 @@ installed Python lacks, and ``tests/test_private_apis.py`` runs it):
 * The unix pipe transports' ``_pipe`` (the file object they own: once it is None, neither
   ``close`` nor ``__del__`` touches a loop) and the subprocess transport's ``_closed`` (set:
   its ``close`` and ``__del__`` do nothing). :func:`detach_transport` uses them when the
-  loop that owns a child's pipes is gone (``Worker.forget_loop``).
+  loop that owns a child's pipes is gone (``ChildProcess.forget_loop``).
 
 These are read where they are used, in the same few operations as before they were
 gathered here: the per-call path keeps direct references (:data:`enter_task`).

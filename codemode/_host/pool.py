@@ -2,11 +2,11 @@
 
 ::
 
-    execute ─▶ acquire() ─ idle worker ─▶ Worker.begin(Run) ══pipe══▶ child ─▶ isolate
+    execute ─▶ acquire() ─ idle child ─▶ ChildProcess.begin(Run) ══pipe══▶ child ─▶ isolate
                   │ none idle: wait for a child that is starting, else in line
                   │            (at most pool.max_queue callers past the starting children)
                   │ line full: QUEUE_FULL at once, nothing ran
-    Done ─▶ worker idle ─▶ next caller in line
+    Done ─▶ child idle ─▶ next caller in line
     child exits (crash, kill, planned recycle) ─▶ its run alone fails ─▶ slot respawned
                                                    (the standby child adopted)
 
@@ -36,8 +36,9 @@ from typing import Any
 
 from .._config import PoolConfig
 from .._faults import Disposed, ExecutorError, QueueFull, WorkerCrashed
-from .._worker import SpawnSettings, Worker
 from ..metrics.tally import PoolCensus, Tally, exit_cause
+from .child import ChildProcess
+from .spawn import SpawnSettings
 
 __all__ = ["Pool"]
 
@@ -63,25 +64,25 @@ class Pool:
     def __init__(self, config: PoolConfig, settings: SpawnSettings) -> None:
         self.config = config
         self.settings = settings
-        self._slots: dict[int, Worker | None] = {i: None for i in range(1, config.max_workers + 1)}
+        self._slots: dict[int, ChildProcess | None] = {i: None for i in range(1, config.max_workers + 1)}
         self._starting: set[int] = set()
-        self._spawning: set[Worker] = set()
-        self._idle: deque[Worker] = deque()
-        self._waiters: deque[asyncio.Future[Worker]] = deque()
+        self._spawning: set[ChildProcess] = set()
+        self._idle: deque[ChildProcess] = deque()
+        self._waiters: deque[asyncio.Future[ChildProcess]] = deque()
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._standby: Worker | None = None
+        self._standby: ChildProcess | None = None
         """The spare child a slot adopts when its own exits (``pool.standby``)."""
         self._standby_starting = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tally: Tally | None = None
         """The executor's metrics, when they are on: children that exit are counted here."""
 
-    # ---- workers ------------------------------------------------------------------
+    # ---- children -----------------------------------------------------------------
 
     def _fill(self) -> None:
-        for slot, worker in self._slots.items():
-            if worker is None and slot not in self._starting and not self._closed:
+        for slot, child in self._slots.items():
+            if child is None and slot not in self._starting and not self._closed:
                 self._starting.add(slot)
                 self._background(self._spawn(slot))
 
@@ -93,48 +94,48 @@ class Pool:
     async def _spawn(self, slot: int) -> None:
         standby, self._standby = self._standby, None
         if standby is not None and standby.alive:
-            worker = standby
+            child = standby
         else:
-            worker = Worker(slot, self.settings, self._on_exit, self._offer)
-        self._spawning.add(worker)
+            child = ChildProcess(slot, self.settings, self._on_exit, self._offer)
+        self._spawning.add(child)
         try:
-            if worker is standby:
-                worker.adopt(slot)
+            if child is standby:
+                child.adopt(slot)
             else:
-                await worker.start()
-                if worker.pid is not None:
-                    _LIVE_PIDS.add(worker.pid)
-            await worker.wait_ready()
+                await child.start()
+                if child.pid is not None:
+                    _LIVE_PIDS.add(child.pid)
+            await child.wait_ready()
         except ExecutorError as exc:
-            self._spawning.discard(worker)
-            await worker.wait_exit(2.0)
-            if worker is standby and not self._closed:
+            self._spawning.discard(child)
+            await child.wait_exit(2.0)
+            if child is standby and not self._closed:
                 await self._spawn(slot)  # the standby died before it was ready: start cold
                 return
             self._starting.discard(slot)
             self._fail_one_waiter(exc)
             return
         except asyncio.CancelledError:
-            self._spawning.discard(worker)
-            worker.kill()
+            self._spawning.discard(child)
+            child.kill()
             raise
         except Exception as exc:
-            self._spawning.discard(worker)
-            worker.kill()
+            self._spawning.discard(child)
+            child.kill()
             self._starting.discard(slot)
             self._fail_one_waiter(
                 WorkerCrashed(f"Worker {slot} failed to start.", causes=(f"{type(exc).__name__}: {exc}",))
             )
             return
-        self._spawning.discard(worker)
+        self._spawning.discard(child)
         self._starting.discard(slot)
         if not self.settings.probed:
             self.settings = dataclasses.replace(self.settings, probed=True)
         if self._closed:
-            worker.shutdown()
+            child.shutdown()
             return
-        self._slots[slot] = worker
-        self._offer(worker)
+        self._slots[slot] = child
+        self._offer(child)
         self._keep_standby()
 
     def _keep_standby(self) -> None:
@@ -150,22 +151,22 @@ class Pool:
             self._background(self._start_standby())
 
     async def _start_standby(self) -> None:
-        worker = Worker(0, self.settings, self._on_exit, self._offer, standby=True)
-        self._spawning.add(worker)
+        child = ChildProcess(0, self.settings, self._on_exit, self._offer, standby=True)
+        self._spawning.add(child)
         try:
-            await worker.start()
+            await child.start()
         except Exception as exc:  # no caller waits on it: the next replacement starts cold
             log.warning("the standby child could not start (%s)", exc)
             return
         finally:
-            self._spawning.discard(worker)
+            self._spawning.discard(child)
             self._standby_starting = False
-        if worker.pid is not None:
-            _LIVE_PIDS.add(worker.pid)
+        if child.pid is not None:
+            _LIVE_PIDS.add(child.pid)
         if self._closed:
-            worker.kill()
+            child.kill()
             return
-        self._standby = worker
+        self._standby = child
 
     def _fail_one_waiter(self, exc: ExecutorError) -> None:
         while self._waiters:
@@ -176,43 +177,43 @@ class Pool:
         if self._waiters and not self._closed:
             self._fill()  # the others still wait: try again for them
 
-    def _offer(self, worker: Worker) -> None:
-        """A worker is free: give it to the first caller in line, else park it."""
-        if not worker.alive or self._closed:
+    def _offer(self, child: ChildProcess) -> None:
+        """A child is free: give it to the first caller in line, else park it."""
+        if not child.alive or self._closed:
             return
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_result(worker)
+                waiter.set_result(child)
                 return
-        self._idle.append(worker)
+        self._idle.append(child)
 
-    def _on_exit(self, worker: Worker) -> None:
-        if worker.pid is not None:
-            _LIVE_PIDS.discard(worker.pid)
-        if worker is self._standby:
+    def _on_exit(self, child: ChildProcess) -> None:
+        if child.pid is not None:
+            _LIVE_PIDS.discard(child.pid)
+        if child is self._standby:
             self._standby = None  # it served nothing: not a crash, and nothing to replace
             log.info("the standby child exited")
             return
-        if self._slots.get(worker.id) is worker:
-            self._slots[worker.id] = None
+        if self._slots.get(child.id) is child:
+            self._slots[child.id] = None
         with contextlib.suppress(ValueError):
-            self._idle.remove(worker)
-        returncode = worker.proc.returncode if worker.proc is not None else None
+            self._idle.remove(child)
+        returncode = child.proc.returncode if child.proc is not None else None
         if self._closed:  # stopped by close(): nothing to replace
-            log.debug("worker %s stopped (the pool is closing)", worker.id)
+            log.debug("child %s stopped (the pool is closing)", child.id)
             return
-        if worker.recycling or returncode == 0 or not worker.ready.done():
-            log.info("worker %s exited (planned); replacing it", worker.id)
+        if child.recycling or returncode == 0 or not child.ready.done():
+            log.info("child %s exited (planned); replacing it", child.id)
         else:
-            log.warning("worker %s exited unexpectedly (status %s); replacing it", worker.id, returncode)
+            log.warning("child %s exited unexpectedly (status %s); replacing it", child.id, returncode)
         if self.tally is not None:
-            ready = worker.ready.done() and not worker.ready.cancelled() and worker.ready.exception() is None
+            ready = child.ready.done() and not child.ready.cancelled() and child.ready.exception() is None
             self.tally.child_exited(
                 exit_cause(
-                    planned=worker.recycling,
+                    planned=child.recycling,
                     ready=ready,
-                    out_of_memory=worker.said_out_of_memory,
+                    out_of_memory=child.stderr.said_out_of_memory,
                     returncode=returncode,
                 )
             )
@@ -227,12 +228,12 @@ class Pool:
         A child that retains a handle is not among them: it serves that handle's caller."""
         return sum(
             1
-            for worker in self._slots.values()
-            if worker is None or (worker.held and worker.run is None and worker.retained is None)
+            for child in self._slots.values()
+            if child is None or (child.held and child.run is None and child.retained is None)
         )
 
-    async def acquire(self, *, admitted: bool = False) -> Worker:
-        """A worker for one run: an idle one, else a place in line.
+    async def acquire(self, *, admitted: bool = False) -> ChildProcess:
+        """A child for one run: an idle one, else a place in line.
 
         Admission: at most ``max_workers`` runs in flight plus ``max_queue`` callers waiting.
         A caller waiting for a child that is starting (or cleaning up after a run that is
@@ -243,20 +244,20 @@ class Pool:
             raise Disposed("The executor was disposed; create a new one to run more programs.")
         self.loop = asyncio.get_running_loop()
         while self._idle:
-            worker = self._idle.popleft()
-            if worker.alive:
-                return worker
+            child = self._idle.popleft()
+            if child.alive:
+                return child
         coming_free = self._coming_free()
         if not admitted and len(self._waiters) >= self.config.max_queue + coming_free:
             raise QueueFull(
-                f"Every worker is busy and the line is full: {self.config.max_workers} runs "
+                f"Every child is busy and the line is full: {self.config.max_workers} runs "
                 f"in flight or starting (pool.max_workers={self.config.max_workers}) and "
                 f"{len(self._waiters) - coming_free} calls waiting "
                 f"(pool.max_queue={self.config.max_queue}); nothing ran. Retry later or raise "
                 "the bound."
             )
         self._fill()
-        waiter: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[ChildProcess] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
             return await waiter
@@ -271,7 +272,7 @@ class Pool:
         """Children by state and callers in line, now (read by a metrics scrape, from any
         thread: lengths only, nothing that iterates what the loop changes)."""
         idle = len(self._idle)
-        present = sum(1 for worker in tuple(self._slots.values()) if worker is not None)
+        present = sum(1 for child in tuple(self._slots.values()) if child is not None)
         return PoolCensus(
             busy=max(0, present - idle),
             idle=idle,
@@ -280,13 +281,13 @@ class Pool:
             admission_limit=self.config.max_workers + self.config.max_queue,
         )
 
-    def worker_pids(self) -> list[int]:
-        return [w.pid for w in self._slots.values() if w is not None and w.pid is not None]
+    def child_pids(self) -> list[int]:
+        return [c.pid for c in self._slots.values() if c is not None and c.pid is not None]
 
-    def workers(self) -> list[Worker]:
-        return [w for w in self._slots.values() if w is not None]
+    def children(self) -> list[ChildProcess]:
+        return [c for c in self._slots.values() if c is not None]
 
-    def _standby_list(self) -> list[Worker]:
+    def _standby_list(self) -> list[ChildProcess]:
         return [] if self._standby is None else [self._standby]
 
     def standby_pid(self) -> int | None:
@@ -298,14 +299,14 @@ class Pool:
     def kill_now(self) -> None:
         """End every child at once, without the event loop that started them."""
         self._closed = True
-        for worker in self.workers() + list(self._spawning) + self._standby_list():
-            if worker.pid is not None:
+        for child in self.children() + list(self._spawning) + self._standby_list():
+            if child.pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(worker.pid, signal.SIGKILL)
-                _LIVE_PIDS.discard(worker.pid)
+                    os.kill(child.pid, signal.SIGKILL)
+                _LIVE_PIDS.discard(child.pid)
             # Its transports belong to a loop that may be closed: garbage collection must
             # not try to schedule their closing on it.
-            worker.forget_loop()
+            child.forget_loop()
 
     async def close(self) -> None:
         """End every child; calls in line fail with DISPOSED, runs in flight too."""
@@ -321,27 +322,27 @@ class Pool:
         starting = list(self._tasks)
         for task in starting:
             task.cancel()
-        workers = self.workers() + list(self._spawning) + self._standby_list()
+        children = self.children() + list(self._spawning) + self._standby_list()
         self._standby = None
         self._spawning.clear()
-        for worker in workers:
-            active = worker.run
+        for child in children:
+            active = child.run
             if active is not None and not active.future.done():
                 active.future.set_exception(
                     Disposed(
                         "The executor was disposed during this run; the program had started.", started=True
                     )
                 )
-            if worker.ready.done():
-                worker.shutdown()
+            if child.ready.done():
+                child.shutdown()
             else:
-                worker.kill()
-        await asyncio.gather(*(w.wait_exit(2.0) for w in workers), return_exceptions=True)
+                child.kill()
+        await asyncio.gather(*(c.wait_exit(2.0) for c in children), return_exceptions=True)
         if starting:
             # Let the cancelled starts finish (their child is gone): a start left pending
             # when the loop closes is destroyed mid-await, and Python complains at exit.
             await asyncio.wait(starting, timeout=2.0)
-        for worker in workers:
-            if worker.pid is not None:
-                _LIVE_PIDS.discard(worker.pid)
+        for child in children:
+            if child.pid is not None:
+                _LIVE_PIDS.discard(child.pid)
         self._idle.clear()

@@ -1151,15 +1151,15 @@ def pool_state(executor: SyncIsolateExecutor) -> str:
 
     pool = executor._async._pool
     lines = [f"live codemode children of this process: {sorted(child_pids())}"]
-    workers = [] if pool is None else pool.workers() + pool._standby_list()
-    for worker in workers:
-        proc = worker.proc
+    children = [] if pool is None else pool.children() + pool._standby_list()
+    for child in children:
+        proc = child.proc
         lines.append(
-            f"slot {worker.id} pid {worker.pid}: alive={worker.alive} standby={worker.standby} "
-            f"recycling={worker.recycling} returncode={None if proc is None else proc.returncode} "
-            f"frames_fd={worker._frames_fd} run={worker.run is not None}"
+            f"slot {child.id} pid {child.pid}: alive={child.alive} standby={child.standby} "
+            f"recycling={child.recycling} returncode={None if proc is None else proc.returncode} "
+            f"frames_fd={child.pipes.frames_fd} run={child.run is not None}"
         )
-        for task in sorted(glob.glob(f"/proc/{worker.pid}/task/*")):
+        for task in sorted(glob.glob(f"/proc/{child.pid}/task/*")):
             try:
                 with open(f"{task}/stat") as f:
                     stat = f.read().rsplit(")", 1)[1].split()[0]
@@ -1174,7 +1174,7 @@ def pool_state(executor: SyncIsolateExecutor) -> str:
     return "\n".join(lines)
 
 
-def test_pool_is_back_to_its_workers(executor: SyncIsolateExecutor) -> None:
+def test_pool_is_back_to_its_children(executor: SyncIsolateExecutor) -> None:
     """After the whole corpus: as many live children as configured, and they serve."""
     from tests.conftest import child_pids
 
