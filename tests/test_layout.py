@@ -7,7 +7,7 @@ under ``codemode/``, read with ``ast``; nothing is imported to check it).
   load it lazily (inside a function), named in :data:`LAZY_FLEET_IMPORTS`.
 * Inside the fleet, the host side and the worker side never import each other: they share
   only the wire, the errors, the settings and the Redis plumbing.
-* The fleet's modules and classes stay small enough to read.
+* Every module and class of the package stays small enough to read.
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ FLEET_SHARED = (
 MAX_MODULE_LINES = 600
 MAX_CLASS_LINES = 330
 """About 300: a class over it does more than one job (the largest of loky is 419)."""
+
+LARGE_MODULES: dict[str, str] = {}
+"""Python modules allowed over MAX_MODULE_LINES, each with its reason: only generated
+tables and conformance drivers may be. None is today: the guest JavaScript and the tables
+generated into it are ``.js`` files (``codemode/stdlib/js/``), which this rule does not
+measure, and the conformance driver (``codemode.conformance``) is under the bound."""
 
 
 @dataclass(frozen=True)
@@ -183,16 +189,33 @@ def test_the_distribution_installs_the_library_alone() -> None:
     assert sorted(p.name for p in (PACKAGE / "fleet" / "redis" / "lua").glob("*.lua"))
 
 
-def test_the_fleets_modules_and_classes_stay_small() -> None:
-    big = []
-    for path in sorted((PACKAGE / "fleet").rglob("*.py")):
+def sizes() -> tuple[dict[str, int], dict[str, int]]:
+    """Lines of every module of the package, and of every class (by qualified name)."""
+    modules: dict[str, int] = {}
+    classes: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
-        lines = source.count("\n")
-        if lines > MAX_MODULE_LINES:
-            big.append(f"{module_name(path)}: {lines} lines")
+        name = module_name(path)
+        modules[name] = source.count("\n")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
-                size = node.end_lineno - node.lineno + 1
-                if size > MAX_CLASS_LINES:
-                    big.append(f"{module_name(path)}.{node.name}: {size} lines")
+                classes[f"{name}.{node.name}"] = node.end_lineno - node.lineno + 1
+    return modules, classes
+
+
+def test_every_module_and_class_stays_small() -> None:
+    modules, classes = sizes()
+    big = [f"{name}: {lines} lines" for name, lines in modules.items() if lines > MAX_MODULE_LINES]
+    big = [line for line in big if line.split(":")[0] not in LARGE_MODULES]
+    big += [f"{name}: {lines} lines" for name, lines in classes.items() if lines > MAX_CLASS_LINES]
     assert not big, big
+
+
+def test_the_size_rule_sees_the_whole_package_and_its_exceptions_are_needed() -> None:
+    modules, classes = sizes()
+    # The core, the child runtime and the fleet are all measured, classes included.
+    assert {"codemode._executor", "codemode._host.child", "codemode._child.engine"} <= modules.keys()
+    assert "codemode.fleet.host.client.FleetExecutor" in classes
+    assert classes["codemode._host.child.ChildProcess"] > 100
+    stale = [name for name in LARGE_MODULES if modules.get(name, 0) <= MAX_MODULE_LINES]
+    assert not stale, f"no longer over {MAX_MODULE_LINES} lines (or gone): {stale}"
