@@ -54,8 +54,9 @@ def test_fleet_bench_prints_both_fleet_targets(tmp_path: Path) -> None:
     assert out.count("target: ") == 2, out
     results = json.loads((tmp_path / "fleet.json").read_text())
     assert [t["what"] for t in results["targets"]] == [
-        "trivial job, added over in-process",
+        "trivial job, added over in-process (task events off)",
         "one tool call, against 2x raw round trip + in-process call",
     ], results["targets"]
+    assert [t["bound"] for t in results["targets"]][0] == 1.5
     assert results["fleet_one_tool_call"]["median_ms"] > 0
     assert results["redis_list_round_trip"]["median_ms"] > 0
