@@ -34,6 +34,14 @@ retryable fault with ``started=False``, or any retryable fault of a job marked
 exponential back-off and jitter, ``max_retries``): the retries are Celery's, visible as
 ``RETRY`` states, with the same task id.
 
+Signed: with ``CODEMODE_JOB_KEY`` set, every ``codemode.run`` message an app of
+:func:`canvas_app` publishes, and every one a worker publishes (a chain's next task, a
+chord's callback, an errback, a retry), carries a signature over its body and the headers
+that name its try (``signing.py``, :func:`sign_canvas_messages`); a worker with the key
+refuses one without it, dead-lettered with the reason. Send canvas jobs from
+:func:`canvas_app`'s app (``run_signature(..., app=app)``): Celery's current app signs
+nothing.
+
 This module is the contract both sides read, like ``wire.py``: the task name, the job's
 fields (:class:`CanvasJob`, checked by the host as it builds a signature and by the worker
 as it takes one), the fault and the fault result. The worker's task is
@@ -48,6 +56,7 @@ import msgspec
 
 from .._faults import ExecutorError, InvalidRequest
 from .settings import BrokerSettings
+from .signing import SIGNATURE_HEADER, TRY_HEADERS, JobSigner
 
 __all__ = [
     "CANVAS_TASK_NAME",
@@ -58,6 +67,7 @@ __all__ = [
     "fault_of",
     "fault_result",
     "run_signature",
+    "sign_canvas_messages",
 ]
 
 CANVAS_TASK_NAME: Final = "codemode.run"
@@ -180,7 +190,46 @@ def canvas_app(settings: BrokerSettings | None = None, *, name: str = "codemode-
     settings = BrokerSettings.from_env() if settings is None else settings
     app = Celery(name, set_as_current=False)
     app.conf.update(settings.celery_config())
+    sign_canvas_messages(app, JobSigner.from_settings(settings))
     return app
+
+
+def sign_canvas_messages(app: Any, signer: JobSigner | None) -> None:
+    """Make ``app`` (a Celery app) sign each ``codemode.run`` message it publishes with
+    ``signer`` (nothing changes without one): the message's body, as the app's serializer
+    writes it, and its :data:`~codemode.fleet.signing.TRY_HEADERS`, once Celery has merged
+    the headers it was given (a retry's carry the old signature, replaced here).
+
+    It wraps the app's ``amqp.send_task_message``, which every publish of the app goes
+    through (``apply_async``, canvas, a worker's retries, chain steps, chord callbacks and
+    errbacks), and which reads its configuration once, here (call it after configuring the
+    app). Raises :class:`InvalidRequest` for a compressed ``codemode.run`` message: the
+    signature covers the JSON body a worker reads.
+    """
+    if signer is None:
+        return
+    from kombu.serialization import dumps
+
+    send = app.amqp.send_task_message
+    conf = app.conf
+
+    def send_signed(producer: Any, name: str, message: Any, **options: Any) -> Any:
+        if name != CANVAS_TASK_NAME:
+            return send(producer, name, message, **options)
+        headers = message.headers
+        headers.update(options.pop("headers", None) or {})  # as Celery merges them, first
+        if options.get("compression") or conf.task_compression:
+            raise InvalidRequest(
+                f"A signed {CANVAS_TASK_NAME} message cannot be compressed (its signature covers "
+                "the JSON body a worker reads); send it without compression."
+            )
+        serializer = options.get("serializer") or conf.task_serializer
+        _, encoding, data = dumps(message.body, serializer=serializer)  # type: ignore[no-untyped-call]
+        body = data.encode(encoding or "utf-8") if isinstance(data, str) else data
+        headers[SIGNATURE_HEADER] = signer.sign(body, headers, TRY_HEADERS)
+        return send(producer, name, message, **options)
+
+    app.amqp.send_task_message = send_signed
 
 
 def run_signature(

@@ -8,8 +8,9 @@ that no host waits on (the contract is ``codemode/fleet/canvas.py``; docs/pipeli
          │                   ▼
     retry message ◀── RetriedFault (autoretry_for)     result / CanvasFault ─▶ result backend
 
-Unlike ``codemode.execute`` it goes through Celery's own request path and pool, so it has
-all of Celery: the result backend, chains, groups and chords, ``link``/``link_error``,
+Like ``codemode.execute``, each message is screened first (``strategy.py``: with
+``CODEMODE_JOB_KEY`` set, one not signed with the key is dead-lettered and never runs), then
+takes Celery's own request path and pool, so it has all of Celery: the result backend, chains, groups and chords, ``link``/``link_error``,
 retries, events. Its tools are the worker's (a :class:`codemode.ToolRegistry` named by
 ``CODEMODE_WORKER_TOOLS``, imported when the worker starts; a path that names none stops
 the start with a sentence).
@@ -34,11 +35,21 @@ from ..._config import UNSET
 from ..._faults import BrokerUnreachable, ExecutorError, WorkerCrashed
 from ..._retry import RetryPolicy
 from ...tools import ToolRegistry
-from ..canvas import CANVAS_TASK_NAME, CanvasFault, CanvasJob, RetriedFault, fault_result
+from ..canvas import (
+    CANVAS_TASK_NAME,
+    CanvasFault,
+    CanvasJob,
+    RetriedFault,
+    fault_result,
+    sign_canvas_messages,
+)
 from ..errors import BROKER_ERRORS
 from ..redis.client import sync_client
 from ..settings import ENV_WORKER_TOOLS, BrokerSettings, WorkerSettings
+from ..signing import JobSigner
+from .intake import Intake
 from .runtime import WorkerRuntime
+from .strategy import DeadLetters, Screened
 
 __all__ = ["MAX_RETRIES", "RETRY_BACKOFF_MAX_S", "WorkerTools", "register_canvas"]
 
@@ -173,7 +184,12 @@ def register_canvas(
 ) -> None:
     """Register ``codemode.run`` on ``app`` and import its tools when the worker starts
     (call it before the app's start-up signals are connected, so a bad tools path stops
-    the worker before its isolate pool starts)."""
+    the worker before its isolate pool starts). With ``CODEMODE_JOB_KEY`` set, its
+    messages are screened like execute jobs (an unsigned or altered one is dead-lettered
+    and never runs) and the ones this worker publishes (retries, a chain's next task, a
+    chord's callback, errbacks) are signed."""
+    sign_canvas_messages(app, JobSigner.from_settings(settings))
+    screened = Screened(DeadLetters(settings), Intake.for_canvas(settings, runtime.tally), reads_job=False)
     tools = WorkerTools(worker.tools)
     body = CanvasTask(runtime, tools, Claims(settings, runtime.worker_id))
 
@@ -194,6 +210,7 @@ def register_canvas(
         retry_backoff_max=RETRY_BACKOFF_MAX_S,
         retry_jitter=True,
         max_retries=MAX_RETRIES,
+        Strategy=screened,
     )
     def run(self: Any, *previous: Any, **kwargs: Any) -> dict[str, Any]:
         """Run one canvas job's program; see ``codemode/fleet/canvas.py``."""

@@ -1,6 +1,8 @@
-"""The first look a worker takes at an execute message: its signature, and how long it queued.
+"""The first look a worker takes at a task message: its signature, and how long it queued.
 
-:meth:`Intake.refused` is the hand-off's one call (``strategy.py``), before the job is read:
+:meth:`Intake.refused` is the hand-off's one call (``strategy.py``), before the job is read,
+for execute messages and for ``codemode.run`` (canvas) messages (:meth:`Intake.for_canvas`:
+the signature covers the try's headers too, and no host waits on the job):
 
 ::
 
@@ -25,6 +27,7 @@ delete the job from its queue, itself. What it cannot do is run code or call too
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -32,11 +35,12 @@ import redis
 import redis.exceptions
 
 from ..._faults import InvalidRequest
+from ..canvas import CANVAS_TASK_NAME
 from ..redis.client import sync_client
 from ..redis.keys import JobKeys, admission_key, host_key
 from ..redis.scripts import lua_source
 from ..settings import TASK_NAME, BrokerSettings
-from ..signing import REFUSED_MARK, SIGNATURE_HEADER, JobSigner, refused_text
+from ..signing import REFUSED_MARK, SIGNATURE_HEADER, TRY_HEADERS, JobSigner, refused_text
 from ..wire import ENQUEUED_HEADER, Failed, JobSpec, encode, job_from_celery
 from .metrics import FleetTally
 
@@ -46,14 +50,33 @@ log = logging.getLogger("codemode.fleet.worker")
 
 
 class Intake:
-    """Screens the execute messages of one worker (see the module docstring)."""
+    """Screens the messages of one task of one worker (see the module docstring):
+    ``task_name``'s, whose signature covers the body and the ``bound`` headers, and whose
+    refused jobs' hosts are told when ``tells_hosts``."""
 
-    def __init__(self, settings: BrokerSettings, tally: FleetTally | None = None) -> None:
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        tally: FleetTally | None = None,
+        *,
+        task_name: str = TASK_NAME,
+        bound: Sequence[str] = (),
+        tells_hosts: bool = True,
+    ) -> None:
         self.settings = settings
         self.signer = JobSigner.from_settings(settings)
         self.tally = tally
+        self.task_name = task_name
+        self.bound = tuple(bound)
+        self.tells_hosts = tells_hosts
         self._redis: redis.Redis | None = None
         self._answer: Any = None
+
+    @classmethod
+    def for_canvas(cls, settings: BrokerSettings, tally: FleetTally | None = None) -> Intake:
+        """The intake of ``codemode.run``: signed over the body and the try's headers
+        (``TRY_HEADERS``); a refused canvas job has no host to tell."""
+        return cls(settings, tally, task_name=CANVAS_TASK_NAME, bound=TRY_HEADERS, tells_hosts=False)
 
     def refused(self, message: Any, refuse: Any) -> bool:
         """Whether ``message`` must not run; when it must not, it was handed to ``refuse``
@@ -66,14 +89,15 @@ class Intake:
         if self.signer is None:
             return False
         signature = headers.get(SIGNATURE_HEADER)
-        reason = self.signer.refusal(signature, getattr(message, "body", None))
+        reason = self.signer.refusal(signature, getattr(message, "body", None), headers, self.bound)
         if reason is None:
             return False
         unsigned = signature is None
         if self.tally is not None:
             self.tally.refuse("unsigned" if unsigned else "bad-signature")
-        refuse(message, f"a {TASK_NAME} message refused: {reason}")
-        self._tell_host(message, refused_text(signed=not unsigned))
+        refuse(message, f"a {self.task_name} message refused: {reason}")
+        if self.tells_hosts:
+            self._tell_host(message, refused_text(signed=not unsigned))
         return True
 
     def _tell_host(self, message: Any, text: str) -> None:

@@ -1,11 +1,14 @@
-"""The execute task's strategy: every job is screened, then takes Celery's own request path.
+"""The strategy of the execute and canvas tasks: every message is screened, then takes
+Celery's own request path.
 
-Celery's consumer hands each message of a task to that task's strategy. This one reads the
-job first (:func:`job_of`): a message that carries no job this worker can read is acked and
-dropped to its queue's dead-letter list with the reason (:meth:`DeadLetters.refuse`), as are
-the messages Celery's consumer rejects before any strategy sees them (its ``task_unknown``
-and ``task_rejected`` signals, connected in ``tasks.py``). Every other message goes to
-Celery's default strategy, unchanged: a ``Request`` (``request.py``'s :class:`JobRequest`),
+Celery's consumer hands each message of a task to that task's strategy. This one checks the
+message's signature first (``intake.py``: an unsigned or altered message is acked and
+dead-lettered, and never runs), then, for the execute task, reads the job
+(:func:`job_of`): a message that carries no job this worker can read is acked and dropped
+to its queue's dead-letter list with the reason (:meth:`DeadLetters.refuse`), as are the
+messages Celery's consumer rejects before any strategy sees them (its ``task_unknown`` and
+``task_rejected`` signals, connected in ``tasks.py``). Every other message goes to Celery's
+default strategy, unchanged: a ``Request`` (``request.py``'s :class:`JobRequest`),
 counted reserved and then active (``celery inspect reserved`` / ``active``), events when
 they are on (``-E``, ``celery control enable_events``), rate limits, revokes, expiry, and a
 pool thread whose task body waits for the job on the runtime's loop (``runtime.py``).
@@ -122,21 +125,27 @@ class Screened:
     screens the job and hands the message to Celery's default strategy. An object, not a
     function, so that Celery does not bind it to the task."""
 
-    def __init__(self, dead_letters: DeadLetters, intake: Intake | None = None) -> None:
+    def __init__(
+        self, dead_letters: DeadLetters, intake: Intake | None = None, *, reads_job: bool = True
+    ) -> None:
         self.dead_letters = dead_letters
         self.intake = Intake(dead_letters.settings) if intake is None else intake
+        self.reads_job = reads_job
+        """Read the execute job (:func:`job_of`) before Celery's strategy; ``codemode.run``
+        reads its own (a malformed canvas job is a fault, as data)."""
 
     def __call__(self, task: Any, app: Any, consumer: Any, **kwargs: Any) -> Any:
         celery_handler = celery_default(task, app, consumer, **kwargs)
         connection_errors = consumer.connection_errors
-        refuse, intake = self.refuse, self.intake
+        refuse, intake, reads_job = self.refuse, self.intake, self.reads_job
 
         def on_message(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
             if intake.refused(message, refuse):  # unsigned or altered (intake.py): never runs
                 ack(log, connection_errors)
                 return
             try:
-                job_of(message)
+                if reads_job:
+                    job_of(message)
             except Malformed as exc:  # a message no worker can run: say so, and drop it
                 refuse(message, f"a malformed {task.name} message: {exc}")
                 ack(log, connection_errors)
