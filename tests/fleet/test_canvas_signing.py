@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import redis
 
+from codemode import InvalidRequest
 from codemode.fleet.canvas import CANVAS_TASK_NAME, canvas_app, run_signature
 from codemode.fleet.redis.keys import dead_letter_key
 from codemode.fleet.settings import BrokerSettings, WorkerSettings
@@ -201,3 +202,14 @@ def test_the_signature_covers_the_trys_headers() -> None:
         changed = {**headers, name: value}
         assert signer.refusal(signature, body, changed, TRY_HEADERS) is not None, name
     assert signer.refusal(signature, body) is not None  # the body alone is not what was signed
+
+
+def test_a_signed_canvas_job_cannot_be_compressed(
+    canvas_settings: BrokerSettings, apps: Callable[[BrokerSettings], Any], redis_sync: redis.Redis
+) -> None:
+    """Its signature covers the JSON body a worker reads: a compressed one is refused as it
+    is sent, with a sentence, and nothing reaches the queue."""
+    app = apps(replace(canvas_settings, job_key=NEW_KEY))
+    with pytest.raises(InvalidRequest, match="cannot be compressed"):
+        run_signature("() => 1", app=app, compression="zlib").apply_async()
+    assert redis_sync.llen(canvas_settings.queue) == 0
