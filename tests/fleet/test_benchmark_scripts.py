@@ -57,6 +57,6 @@ def test_fleet_bench_prints_both_fleet_targets(tmp_path: Path) -> None:
         "trivial job, added over in-process (task events off)",
         "one tool call, against 2x raw round trip + in-process call",
     ], results["targets"]
-    assert [t["bound"] for t in results["targets"]][0] == 1.5
+    assert results["targets"][0]["bound"] == 1.5
     assert results["fleet_one_tool_call"]["median_ms"] > 0
     assert results["redis_list_round_trip"]["median_ms"] > 0
