@@ -3,7 +3,9 @@
 ``control revoke --terminate`` (CANCELLED), rate limits, and one id for a job everywhere.
 
 Each test starts its own worker on a queue of its own (``private_queue``); broadcasts reach
-every worker on the session's Redis, so replies are read by this worker's node name.
+every worker on the session's Redis, so replies are read by this worker's node name, and a
+broadcast that changes a worker's state (events, a rate limit) names this worker as its only
+destination: the shared fleet's workers must not be slowed for the tests after it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,16 @@ def node_of(worker: WorkerProcess, replies: dict[str, Any] | None) -> Any:
     return None
 
 
+def node_name(worker: WorkerProcess, control: Any) -> str:
+    """The full node name of ``worker``, so that a broadcast that changes a worker's state
+    (events, rate limits) reaches it alone and not the shared fleet's workers on this Redis."""
+    for reply in control.control.ping(timeout=2.0) or []:
+        for node in reply:
+            if node.startswith(f"{worker.name}-"):
+                return str(node)
+    raise AssertionError(f"{worker.name} did not answer a ping")
+
+
 def recorder() -> tuple[list[str], Callable[[str], None]]:
     ids: list[str] = []
     return ids, ids.append
@@ -78,7 +90,9 @@ async def test_enable_events_answers_ok(
     """Workers keep their event dispatcher (heartbeats on): ``enable_events`` turns task
     events on instead of answering "event dispatcher unavailable"."""
     worker = start_worker(private_queue, name="eventful")
-    replies = control.control.broadcast("enable_events", reply=True, timeout=2.0)
+    replies = control.control.broadcast(
+        "enable_events", reply=True, timeout=2.0, destination=[node_name(worker, control)]
+    )
     answer = next((r for r in replies for node in r if node.startswith(f"{worker.name}-")), None)
     assert answer is not None, replies
     assert "ok" in next(iter(answer.values())), answer
@@ -185,7 +199,9 @@ async def test_a_rate_limit_spreads_jobs(
     start at least half a second apart (five gaps: 2.5 s), where they would otherwise all
     run within a moment on two slots."""
     worker = start_worker(private_queue, concurrency=2, name="limited")
-    replies = control.control.rate_limit(TASK_NAME, "120/m", reply=True, timeout=2.0)
+    replies = control.control.rate_limit(
+        TASK_NAME, "120/m", reply=True, timeout=2.0, destination=[node_name(worker, control)]
+    )
     assert any(node.startswith(f"{worker.name}-") for r in replies for node in r), replies
     async with FleetExecutor(settings=private_queue, queue_timeout=60_000) as ex:
         began = time.monotonic()
