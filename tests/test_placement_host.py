@@ -29,7 +29,10 @@ HOST = textwrap.dedent(
         [pid] = ex.worker_pids
         cores = set()
         for tid in os.listdir(f"/proc/{pid}/task"):
-            cores |= os.sched_getaffinity(int(tid))
+            try:
+                cores |= os.sched_getaffinity(int(tid))
+            except ProcessLookupError:
+                pass  # the thread ended between the listing and the read
         print(",".join(map(str, sorted(cores))), flush=True)
         sys.stdin.read()  # hold the child until the test closes our stdin
     """
