@@ -10,6 +10,7 @@ import pytest
 
 from codemode.fleet.worker.request import check_request_api
 from codemode.fleet.worker.strategy import check_strategy_api
+from codemode.fleet.worker.transport import check_kombu_api
 
 
 def test_the_installed_celery_has_what_the_request_path_relies_on() -> None:
@@ -46,3 +47,15 @@ def test_a_request_class_whose_terminate_changed_fails_with_a_sentence() -> None
 
     with pytest.raises(RuntimeError, match="pin Celery below it"):
         check_request_api(Changed)
+
+
+def test_the_installed_kombu_has_what_the_transport_relies_on() -> None:
+    check_kombu_api()
+
+
+def test_a_kombu_without_an_internal_fails_with_a_sentence() -> None:
+    class Moved:
+        pass
+
+    with pytest.raises(RuntimeError, match=r"Moved\._brpop_read.*codemode/fleet/worker/transport\.py"):
+        check_kombu_api(((Moved, "_brpop_read"),))

@@ -27,6 +27,7 @@ from .intake import Intake
 from .request import check_request_api, job_request_class
 from .runtime import WorkerRuntime
 from .strategy import DeadLetters, Screened, check_strategy_api
+from .transport import check_kombu_api
 
 __all__ = ["PING_TTL_MS", "JobFault", "register_tasks"]
 
@@ -44,6 +45,7 @@ def register_tasks(app: Any, runtime: WorkerRuntime, settings: BrokerSettings) -
     rejects itself."""
     check_request_api()  # an installed Celery that moved them fails here, with a sentence
     check_strategy_api()
+    check_kombu_api()
     dead_letters = DeadLetters(settings)
     ping_client = sync_client(settings)  # thread-safe, connects on first use
 

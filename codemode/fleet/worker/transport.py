@@ -62,7 +62,7 @@ from ..redis.scripts import lua_source
 from ..wire import MAX_QUEUE_MESSAGE_BYTES
 from .deadletter import drop
 
-__all__ = ["RedisTransport", "Refused", "screen"]
+__all__ = ["KOMBU_INTERNALS", "RedisTransport", "Refused", "check_kombu_api", "screen"]
 
 log = logging.getLogger("codemode.fleet.worker")
 
@@ -72,6 +72,39 @@ RECORD = lua_source("record")
 message in the hash (``record.lua``)."""
 FORGET = lua_source("forget")
 """kombu's ack: the record out of both (``forget.lua``)."""
+
+
+KOMBU_INTERNALS = (
+    (kombu_redis.Channel, "_brpop_read"),
+    (kombu_redis.Channel, "_receive_one"),
+    (kombu_redis.Channel, "_deliver_fanout_message"),
+    (kombu_redis.Channel, "_in_poll"),
+    (kombu_redis.Channel, "sep"),
+    (kombu_redis.QoS, "append"),
+    (kombu_redis.QoS, "ack"),
+    (kombu_redis.QoS, "reject"),
+    (virtual.Transport, "_deliver"),
+)
+"""What of kombu's Redis transport this module overrides or calls (its docstring says how);
+:func:`check_kombu_api` checks each is there (``_queue_cycle``, an attribute kombu's channel
+sets on each instance, is met at the first BRPOP instead)."""
+
+
+def check_kombu_api(internals: tuple[tuple[type, str], ...] = KOMBU_INTERNALS) -> None:
+    """Raise ``RuntimeError`` naming each internal of kombu's Redis transport that the
+    installed kombu no longer has (at worker start, and in the tests): a release that moved
+    them must be checked against codemode/fleet/worker/transport.py before it is used."""
+    missing = [
+        f"{owner.__module__}.{owner.__qualname__}.{name}"
+        for owner, name in internals
+        if not hasattr(owner, name)
+    ]
+    if missing:
+        raise RuntimeError(
+            f"The installed kombu has no {', '.join(missing)}: codemode's Redis transport "
+            "(codemode/fleet/worker/transport.py) overrides or calls them; update it for this "
+            "kombu release, or pin kombu below it."
+        )
 
 
 class Refused(Exception):
