@@ -7,6 +7,7 @@ the function runs.
 - ``_typescript.py``: TypeScript declarations from specs;
 - ``_prompt.py``: the prompt block;
 - ``_check.py``: a call's arguments against the declaration;
+- ``_pydantic.py``: pydantic models as parameters and results, when the host uses pydantic;
 - ``_approval.py``: approvals, a host's yes or no to each call of a tool that needs one;
 - ``_registry.py``: :class:`ToolRegistry`, the dispatch that serves them.
 """

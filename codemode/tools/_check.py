@@ -3,7 +3,8 @@
 A tool inferred from Python is checked by msgspec: the JSON argument list is decoded
 straight into an array-like Struct built from the function's parameter types, so a call
 that fits comes out as the values the function expects (dataclasses as dataclasses), and
-one that does not is refused with msgspec's path. A tool declared only by JSON Schema is
+one that does not is refused with msgspec's path (a pydantic model in the types is checked
+by pydantic, its refusal worded alike: ``_pydantic.py``). A tool declared only by JSON Schema is
 checked with ``jsonschema``. benchmarks/tool_args.py measures both (benchmarks/README.md,
 "Checking a tool's arguments").
 
@@ -20,6 +21,7 @@ from typing import Any, Union
 import msgspec
 
 from ._infer import Parameter
+from ._pydantic import decode_model
 from ._spec import JSONSchema
 
 __all__ = ["ArgumentMismatch", "ObjectArguments", "PositionalArguments"]
@@ -30,6 +32,8 @@ class ArgumentMismatch(Exception):
 
 
 _MSGSPEC = re.compile(r"^(?P<detail>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
+# A pydantic model's refusal carries the path inside the model (see _pydantic.py).
+_INNER = re.compile(r"^(?P<detail>.*) - at `(?P<inner>[^`]*)`$", re.DOTALL)
 _LENGTH = re.compile(
     r"^Expected `array` of at (?P<bound>least|most) length (?P<n>\d+)(?:, got (?P<got>\d+))?$"
 )
@@ -69,7 +73,7 @@ class PositionalArguments:
         struct = msgspec.defstruct(
             "Arguments", fields, array_like=True, forbid_unknown_fields=True, rename=None
         )
-        self._decoder = msgspec.json.Decoder(struct)
+        self._decoder = msgspec.json.Decoder(struct, dec_hook=decode_model)
         self._names = tuple(p.name for p in parameters)
 
     def values(self, args_json: str) -> list[Any]:
@@ -91,6 +95,9 @@ class PositionalArguments:
         match = _MSGSPEC.match(message)
         assert match is not None
         detail, path = match["detail"], match["path"]
+        inner = _INNER.match(detail) if path is not None else None
+        if inner is not None:
+            detail, path = inner["detail"], path + inner["inner"]
         length = _LENGTH.match(detail) if path is None else None
         if length is not None:
             n = int(length["n"])

@@ -4,7 +4,8 @@ and docstring.
 msgspec writes the schemas (``msgspec.json.schema_components``): it knows dataclasses,
 TypedDict, NamedTuple, ``Literal``, optional and union types, lists, tuples, dicts, enums
 and msgspec Structs, and the same types later check a call's arguments (``_check.py``), so
-what the model is told and what is enforced cannot drift apart.
+what the model is told and what is enforced cannot drift apart. pydantic models, when the
+host uses pydantic, are described by pydantic itself (``_pydantic.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from ._pydantic import ModelSchemas, NameClash
 from ._spec import JSONSchema
 
 __all__ = ["Parameter", "Signature", "read_signature"]
@@ -101,15 +103,26 @@ def _unsupported(where: str, annotation: object, exc: Exception) -> ValueError:
     return ValueError(
         f"{where} is annotated with {annotation!r}, which has no JSON Schema ({exc}). Annotate "
         "it with JSON-like types (str, int, float, bool, None, list, dict, Literal, a dataclass, "
-        "a TypedDict or a msgspec Struct), or pass parameters= as a JSON Schema."
+        "a TypedDict, a msgspec Struct or a pydantic model), or pass parameters= as a JSON Schema."
     )
 
 
-def _any(cls: type) -> JSONSchema:
-    """``object`` is any JSON value (msgspec decodes it as such but has no schema for it)."""
-    if cls is object:
-        return {"$comment": "any JSON value"}
-    raise NotImplementedError
+class _SchemaHook(ModelSchemas):
+    """msgspec's ``schema_hook``: ``object`` is any JSON value (msgspec decodes it as such
+    but has no schema for it); a pydantic model is its own schema, declared in $defs."""
+
+    def __call__(self, cls: type) -> JSONSchema:
+        if cls is object:
+            return {"$comment": "any JSON value"}
+        return super().__call__(cls)
+
+
+def _components(types: list[Any]) -> tuple[tuple[JSONSchema, ...], dict[str, JSONSchema]]:
+    hook = _SchemaHook(_REF_TEMPLATE)
+    schemas, defs = msgspec.json.schema_components(types, schema_hook=hook, ref_template=_REF_TEMPLATE)
+    for name, schema in defs.items():
+        hook.add(name, schema)
+    return schemas, hook.defs
 
 
 def _schemas(
@@ -119,17 +132,20 @@ def _schemas(
     without a JSON Schema only leaves the result undescribed), with their shared $defs."""
     if result_type is not None:
         try:
-            return msgspec.json.schema_components(
-                [*types, result_type], schema_hook=_any, ref_template=_REF_TEMPLATE
-            )
+            return _components([*types, result_type])
         except (TypeError, ValueError):
             pass
     try:
-        return msgspec.json.schema_components(types, schema_hook=_any, ref_template=_REF_TEMPLATE)
+        return _components(types)
+    except NameClash as clash:
+        raise ValueError(
+            f"The parameters of {where} name two different types {clash.name}: the declarations "
+            "would not tell them apart, so rename one of them."
+        ) from None
     except (TypeError, ValueError) as exc:
         for p in positional:
             try:
-                msgspec.json.schema(p.annotation, schema_hook=_any)
+                _components([p.annotation])
             except (TypeError, ValueError) as inner:
                 raise _unsupported(f"The parameter {p.name} of {where}", p.annotation, inner) from None
         raise _unsupported(f"A parameter of {where}", types, exc) from None

@@ -24,6 +24,7 @@ from ._approval import Approve, ToolCall, ask
 from ._check import ArgumentMismatch, ObjectArguments, PositionalArguments
 from ._infer import read_signature
 from ._prompt import prompt_block
+from ._pydantic import model_json_data
 from ._spec import JSONSchema, ToolSpec
 from ._typescript import method_signature, typescript_declarations
 
@@ -36,11 +37,7 @@ class Refusal(Exception):
     """Raise inside a tool to reject the program's call with this exact text."""
 
 
-def _not_json(value: object) -> Any:
-    raise TypeError(f"{type(value).__name__} is not JSON data")
-
-
-_encoder = msgspec.json.Encoder(enc_hook=_not_json)
+_encoder = msgspec.json.Encoder(enc_hook=model_json_data)
 
 
 class _Tool:
