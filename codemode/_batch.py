@@ -10,9 +10,9 @@
 A request line: ``{"id": "a-1", "code": "async ({ orderId }) => ...", "inputs": {"orderId":
 7}, "timeout": 2000, "modules": {...}}`` (``id`` a string or an integer, unique in the file;
 ``inputs``, the entry function's argument, ``timeout`` and ``modules`` optional). An output
-line is ``{"id", "result", "error", "logs", "attempts", "duration_ms"}`` for a served run
-(``error`` set when the program failed, with ``error_detail``: its name, line, column and
-stack, when the program threw), or ``{"id",
+line is ``{"id", "result", "error", "logs", "attempts", "duration_ms", "tool_calls",
+"ran_on"}`` for a served run (``error`` set when the program failed, with
+``error_detail``: its name, line, column and stack, when the program threw), or ``{"id",
 "fault": {"code", "message", "retryable", "started"}, "attempts"}`` when a fault of the
 executor remained after retries.
 
@@ -196,6 +196,8 @@ def outcome_record(key: Hashable, result: Outcome | ExecutorError) -> dict[str, 
         "logs": [entry.to_dict() for entry in result.logs],
         "attempts": result.attempts,
         "duration_ms": result.duration_ms,
+        "tool_calls": result.tool_calls,
+        "ran_on": result.ran_on,
     }
     if result.error_detail is not None:
         record["error_detail"] = result.error_detail.to_dict()

@@ -269,7 +269,7 @@ class Dispatcher:
     tool call of a run takes this path, and the host's part of a call was what the
     benchmark's (b) paid above the reference design (docs/performance.md, "Tool calls")."""
 
-    __slots__ = ("_async", "_dispatch", "_max_bytes", "_router", "_threads", "forwards")
+    __slots__ = ("_async", "_dispatch", "_max_bytes", "_router", "_threads", "calls", "forwards")
 
     def __init__(
         self, dispatch: Callable[[str, str, str], Any] | None, max_bytes: int, threads: RunThreads
@@ -281,10 +281,14 @@ class Dispatcher:
         self._threads = threads
         self.forwards = isinstance(dispatch, Forwarder)
         """Whether calls may be served with :meth:`forward` (the dispatch is a Forwarder)."""
+        self.calls = 0
+        """The tool calls this run made so far, each counted as it arrives, however it
+        ends (``Outcome.tool_calls``)."""
 
     def forward(self, call: CallMessage, answer: Callable[[str], object]) -> None:
         """Hand ``call`` to the forwarding dispatch; ``answer`` gets the envelope it comes
         back with, checked as :meth:`call` checks one."""
+        self.calls += 1
         forwarder = self._dispatch
         assert isinstance(forwarder, Forwarder)
         provider, tool, max_bytes = call.provider, call.tool, self._max_bytes
@@ -299,6 +303,7 @@ class Dispatcher:
         dispatch's, checked, or one that says what failed. (The message itself, not its
         three fields: the worker serves a call with this method and the message, no
         Python frame between them.)"""
+        self.calls += 1
         provider, tool, args_json = call.provider, call.tool, call.args_json
         dispatch = self._dispatch
         if dispatch is None:

@@ -61,10 +61,14 @@ class Outcome(msgspec.Struct, frozen=True):
     its name, line, column and stack); ``None`` when it worked, or when the run ended at a
     bound (time, memory, a ceiling) rather than by a throw.
 
-    Metadata, filled in by ``map`` and :class:`codemode.RetryPolicy` (a plain ``execute``
-    leaves the defaults): ``attempts`` is how many tries it took (1: the first served
-    it); ``duration_ms`` is the host's wall time from the first try to this outcome, the
-    waits between tries included (``None``: not measured).
+    Metadata: ``duration_ms`` is the host's wall time from the call to this outcome
+    (``execute`` measures its own call; ``map`` and :class:`codemode.RetryPolicy` measure
+    from the first try, the waits between tries included; ``None``: not measured);
+    ``tool_calls`` is how many tool calls the run made, counted by the host's side as
+    each arrives; ``ran_on`` names the child process that ran it (in process ``"child 2
+    (pid 4242)"``; on a fleet the worker comes first, ``"<host>:<pid>/child 2 (pid
+    4242)"``; ``None`` when no child ran anything); ``attempts`` is how many tries it
+    took (1: the first served it; ``map`` and ``RetryPolicy`` fill it in).
 
     The wire formats carry this struct: a field added here gets a default and is never
     retyped, so an older peer still reads it.
@@ -77,6 +81,8 @@ class Outcome(msgspec.Struct, frozen=True):
     attempts: int = 1
     duration_ms: float | None = None
     error_detail: ProgramError | None = None
+    tool_calls: int = 0
+    ran_on: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,13 +91,14 @@ class Outcome(msgspec.Struct, frozen=True):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-compatible data: ``result``, ``error``, ``logs`` (each ``{level,
-        text}``), and ``handle``, ``attempts``, ``duration_ms`` and ``error_detail`` when
-        they say something (a handle was retained, more than one try, a measured duration,
-        a program error's position)."""
+        text}``), ``tool_calls``, and ``handle``, ``attempts``, ``duration_ms``, ``ran_on``
+        and ``error_detail`` when they say something (a handle was retained, more than one
+        try, a measured duration, a child ran it, a program error's position)."""
         out: dict[str, Any] = {
             "result": self.result,
             "error": self.error,
             "logs": [entry.to_dict() for entry in self.logs],
+            "tool_calls": self.tool_calls,
         }
         if self.handle is not None:
             out["handle"] = self.handle
@@ -99,6 +106,8 @@ class Outcome(msgspec.Struct, frozen=True):
             out["attempts"] = self.attempts
         if self.duration_ms is not None:
             out["duration_ms"] = self.duration_ms
+        if self.ran_on is not None:
+            out["ran_on"] = self.ran_on
         if self.error_detail is not None:
             out["error_detail"] = self.error_detail.to_dict()
         return out

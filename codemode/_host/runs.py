@@ -31,6 +31,7 @@ from .._handles import HandleTable, plain_request, response_outcome_result
 from .._live import LiveLogs
 from .._outbound import handle_fetch
 from .._outcome import Outcome
+from .._positions import in_raw_text
 from .._protocol import Fetch, Invoke, Run
 from .._request import Dispatch, ResolvedRequest, resolve_request, resolve_timeout
 from .._source.bundle import build_module_bundle
@@ -63,6 +64,11 @@ def _network(outbound: Any) -> str:
     if outbound is None:
         return "none"
     return "policy" if callable(outbound) else "host"
+
+
+def _ms_since(started: float) -> float:
+    """Milliseconds of the host's monotonic clock since ``started`` (``Outcome.duration_ms``)."""
+    return round((time.monotonic() - started) * 1000, 3)
 
 
 def _timed_call(dispatcher: Dispatcher, tally: Tally) -> Callable[[CallMessage], Awaitable[str]]:
@@ -137,6 +143,7 @@ class Runs:
     ) -> Outcome:
         """One run of ``IsolateExecutor.execute``, handed to another child as long as the
         one it got recycled before taking it (nothing ran)."""
+        called_at = time.monotonic()
         live = None if on_log is None else LiveLogs(on_log)
         request = resolve_request(
             self.config,
@@ -152,11 +159,12 @@ class Runs:
             default_outbound=self._outbound,
             default_modules=self._modules,
         )
+        given = code  # a NormalizedCode: error positions are told in the model's text
         bundle_key, bundle, code = self._modules_for(request)
         if entry_form_problem(request.code):
             # Code like `1) || (2` would close the executor's parentheses itself: refuse it
             # as the program's own error, before any child is involved.
-            return Outcome(error=ENTRY_FORM)
+            return Outcome(error=ENTRY_FORM, duration_ms=_ms_since(called_at))
         pool = self._pool()
         handles = self.handles
         if request.retain_handles and handles.live_count() >= handles.max_handles:
@@ -172,7 +180,7 @@ class Runs:
             if tally is not None:
                 tally.queue_wait.observe(time.monotonic() - waited_from)
             try:
-                outcome = await self._run_on(child, request, code, bundle_key, bundle, live)
+                outcome = await self._run_on(child, request, code, bundle_key, bundle, called_at, live)
             except NeverStarted:
                 continue  # that child recycled before taking the run: nothing ran
             except BaseException:
@@ -181,7 +189,7 @@ class Runs:
                 raise
             if live is not None:
                 await live.delivered()
-            return outcome
+            return in_raw_text(outcome, given)
         raise WorkerCrashed(
             f"No child could take this run: {attempts} children in a row recycled before "
             "starting it. Nothing ran; retry later.",
@@ -213,6 +221,7 @@ class Runs:
         code: str,
         bundle_key: str,
         bundle: str | None,
+        called_at: float,
         live: LiveLogs | None = None,
     ) -> Outcome:
         started_at = time.monotonic()
@@ -234,15 +243,22 @@ class Runs:
         )
         if bundle_key:
             child.known_bundles.add(bundle_key)
-        outcome = await self._drive(child, request, msg, live)
+        outcome = await self._drive(child, request, msg, called_at, live)
         if outcome.handle is not None:
             self.handles.add(outcome.handle, child, request)
         return outcome
 
     async def _drive(
-        self, child: ChildProcess, request: ResolvedRequest, msg: Run | Invoke, live: LiveLogs | None = None
+        self,
+        child: ChildProcess,
+        request: ResolvedRequest,
+        msg: Run | Invoke,
+        called_at: float,
+        live: LiveLogs | None = None,
     ) -> Outcome:
-        """Hand one run (or invocation) to its child and serve its calls until it ends."""
+        """Hand one run (or invocation) to its child and serve its calls until it ends; the
+        outcome carries its metadata (the time since ``called_at``, its tool calls, the
+        child)."""
         loop = asyncio.get_running_loop()
         started_at = msg.started_at
         max_bytes = self.config.max_message_bytes
@@ -278,17 +294,24 @@ class Runs:
             # Awaited as it is, not shielded: a shield costs every run one more turn of the
             # loop. A caller that stops waiting cancels the future with it; the child then
             # drops what the run still sends and releases an isolate it would have retained.
-            return await active.future
+            outcome = await active.future
         except asyncio.CancelledError:
             child.cancel(active, "The caller stopped waiting for this run.")
             raise
         finally:
             threads.shutdown(wait=False)  # the run is over for its caller: drop calls in line
+        return msgspec.structs.replace(
+            outcome,
+            duration_ms=_ms_since(called_at),
+            tool_calls=dispatcher.calls,
+            ran_on=f"child {child.id} (pid {child.pid})",
+        )
 
     async def invoke(
         self, handle: str, request: Mapping[str, object], timeout: float | Unset | None = UNSET
     ) -> Outcome:
         """One invocation of a retained handler (``IsolateExecutor.invoke_handle``)."""
+        called_at = time.monotonic()
         record = self.handles.get(handle)
         request_json = plain_request(request)
         timeout_ms = resolve_timeout(self.config, timeout, record.request.timeout_ms)
@@ -305,8 +328,10 @@ class Runs:
                 network=network,
                 started_at=time.monotonic(),
             )
-            outcome = await self._drive(record.child, base, msg)
+            outcome = await self._drive(record.child, base, msg, called_at)
             self.handles.touch(record)
         if outcome.error is None:
-            return Outcome(result=response_outcome_result(outcome.result), logs=outcome.logs)
+            return msgspec.structs.replace(
+                outcome, result=response_outcome_result(outcome.result), handle=None
+            )
         return outcome

@@ -16,8 +16,8 @@ task of a chain; a chord's callback)::
     total.get(timeout=60)["result"]  # 285
 
 What the task returns is plain JSON: ``Outcome.to_dict()`` (``result``, ``error``,
-``logs``, and ``attempts`` after a retry). A program's own failure is ``error``, as
-everywhere. A fault of the executor (``ExecutorError``) is, by the job's ``on_fault``:
+``logs``, the run's metadata, and ``attempts`` after a retry). A program's own failure is
+``error``, as everywhere. A fault of the executor (``ExecutorError``) is, by the job's ``on_fault``:
 
 - ``"raise"`` (the default): the task fails with :class:`CanvasFault`, which carries
   ``code``, ``message``, ``retryable`` and ``started`` through the JSON result backend
@@ -255,6 +255,7 @@ def run_signature(
 
     Raises :class:`codemode.InvalidRequest` for a job no worker would run.
     """
+    code = str(code) if isinstance(code, str) else code  # normalize_code's str subclass: plain text
     fields: dict[str, Any] = {"code": code, "idempotent": idempotent, "on_fault": on_fault}
     if inputs is not msgspec.UNSET:
         fields["inputs"] = inputs

@@ -12,7 +12,9 @@ jobs that touch retained handles (``retain``, or ``kind`` invoke/release) are v2
 worker from before handles refuses them instead of running them as something else; jobs
 with ``inputs_json`` are v3, so a worker from before inputs refuses them instead of calling
 the entry function without its argument. ``stream_logs`` needs no version: a worker that
-ignores it sends no ``LogLine``, and the run's logs still come with its outcome.
+ignores it sends no ``LogLine``, and the run's logs still come with its outcome. Neither
+does ``Outcome.ran_on`` in ``Finished`` (which worker and child ran the job): a host that
+does not know it ignores it, and an older worker's outcome reads as ``None``.
 
 ::
 

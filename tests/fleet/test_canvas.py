@@ -89,7 +89,9 @@ def canvas(fleet: SharedFleet, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def test_a_job_returns_its_outcome_as_a_plain_dict_and_calls_the_workers_tools(canvas: CanvasFleet) -> None:
     code = "async () => { console.log('pricing'); return await prices.lookup('apple') * 2 }"
     result = run_signature(code, app=canvas.app).apply_async().get(timeout=RESULT_TIMEOUT_S)
+    metadata = {key: result.pop(key) for key in ("tool_calls", "duration_ms", "ran_on")}
     assert result == {"result": 240, "error": None, "logs": [{"level": "log", "text": "pricing"}]}
+    assert metadata["tool_calls"] == 1 and metadata["duration_ms"] > 0 and "/child " in metadata["ran_on"]
 
 
 def test_a_program_error_is_a_served_result_not_a_fault(canvas: CanvasFleet) -> None:

@@ -24,6 +24,7 @@ request's dispatch and policy here). See ``handles.py``.
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,7 @@ from ..._faults import (
 from ..._handles import plain_request
 from ..._live import LiveLogs
 from ..._outcome import Outcome
+from ..._positions import in_raw_text
 from ..._request import Dispatch, check_modules, check_outbound, resolve_request, resolve_timeout
 from ..errors import BROKER_ERRORS, broker_unreachable
 from ..redis.keys import worker_key, worker_queue
@@ -302,6 +304,7 @@ class FleetExecutor:
             fields["inputs_json"] = request.inputs_json
         if live is not None:
             fields["stream_logs"] = True
+        called_at = time.monotonic()
         try:
             session, outcome = await self._connection.submit(
                 request, self.settings.queue, fields, on_log=None if live is None else live.entry
@@ -312,6 +315,7 @@ class FleetExecutor:
             raise
         if live is not None:
             await live.delivered()
+        outcome = session.with_metadata(outcome, called_at)
         if outcome.handle is not None:
             self._handles.add(
                 outcome.handle,
@@ -320,7 +324,7 @@ class FleetExecutor:
                 request=request,
                 network=network,
             )
-        return outcome
+        return in_raw_text(outcome, code)  # a NormalizedCode: positions in the model's text
 
     # ---- handles --------------------------------------------------------------------
 
@@ -399,8 +403,9 @@ class FleetExecutor:
             self._handles.mark(record, "lost", text)
             raise HandleLost(text)
         base = record.request
+        called_at = time.monotonic()
         try:
-            _session, outcome = await self._connection.submit(
+            session, outcome = await self._connection.submit(
                 base,
                 worker_queue(record.worker),
                 {
@@ -433,4 +438,4 @@ class FleetExecutor:
                 ),
             )
             raise
-        return outcome
+        return session.with_metadata(outcome, called_at)

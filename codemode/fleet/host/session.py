@@ -136,6 +136,15 @@ class JobSession:
         self._lease_check_s = max(0.1, settings.lease_ttl_ms / 3000)
         self.watch = JobWatch(client, scripts, settings, spec, target)
 
+    def with_metadata(self, outcome: Outcome, called_at: float) -> Outcome:
+        """``outcome`` as the caller gets it: the host's wall time since ``called_at`` and
+        the tool calls this host served (the worker's ``ran_on`` kept as it came)."""
+        return msgspec.structs.replace(
+            outcome,
+            duration_ms=round((time.monotonic() - called_at) * 1000, 3),
+            tool_calls=self.dispatcher.calls,
+        )
+
     # ---- the wait loop --------------------------------------------------------------
 
     async def wait(self) -> Outcome:

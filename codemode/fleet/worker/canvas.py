@@ -160,7 +160,8 @@ class CanvasTask:
                 log.info("canvas job %s: %s (try %d); Celery retries it", request.id, exc.code, attempt)
                 raise RetriedFault(exc.code, exc.message, bool(exc.retryable), bool(exc.started)) from None
             return _settled(CanvasFault.of(exc), job.on_fault)
-        return msgspec.structs.replace(outcome, attempts=attempt).to_dict()
+        ran_on = None if outcome.ran_on is None else f"{self.runtime.worker_id}/{outcome.ran_on}"
+        return msgspec.structs.replace(outcome, attempts=attempt, ran_on=ran_on).to_dict()
 
     def _options(self, job: CanvasJob) -> dict[str, Any]:
         options = self.tools.options()

@@ -210,6 +210,8 @@ class Job:
             else:
                 outcome = await self._run_program()
             await self.relay.logs_sent()
+            if outcome.ran_on is not None:  # the host learns which worker's child it was
+                outcome = msgspec.structs.replace(outcome, ran_on=f"{self.runner.worker_id}/{outcome.ran_on}")
         except ExecutorError as exc:
             return Failed(exc.to_data())
         except Exception as exc:  # a bug here must still reach the caller as a fault
