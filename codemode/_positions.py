@@ -9,6 +9,9 @@ caller passed it: the one character the wrapping puts before the first line is t
 A syntax error found while compiling the program has no frame of the program: its position
 is where tree-sitter's JavaScript grammar first fails to read the code (the engine does not
 tell the program where it stopped), which is the same place for the usual mistakes.
+
+When the caller's code came from ``normalize_code`` (a :class:`NormalizedCode`), the host
+tells the positions once more, in the text the model wrote (:func:`in_raw_text`).
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ._outcome import ProgramError
-from ._source.module_map import SOURCE_URL_PREFIX
+import msgspec
 
-__all__ = ["MAX_FRAMES", "MAX_STACK_CHARS", "PROGRAM_URL", "program_error"]
+from ._outcome import Outcome, ProgramError
+from ._source.module_map import SOURCE_URL_PREFIX
+from ._source.normalized import NormalizedCode
+
+__all__ = ["MAX_FRAMES", "MAX_STACK_CHARS", "PROGRAM_URL", "in_raw_text", "program_error"]
 
 PROGRAM_URL: Final = "codemode:program"
 """The source URL the runtime evaluates a program under (see runtime.js, start)."""
@@ -32,6 +38,7 @@ _WRAP_COLUMNS: Final = 1
 
 _ANONYMOUS_ENTRY: Final = frozenset({"eval", "async eval"})
 _UNEXPECTED: Final = re.compile(r"Unexpected (?:token|identifier|string|number|keyword) '([^']+)'")
+_PROGRAM_AT = re.compile(r"\bprogram:(\d+):(\d+)")
 _FRAME = re.compile(r"^\s*at (?:(?P<fn>.*?) \()?(?P<url>[^\s()]+):(?P<line>\d+):(?P<column>\d+)\)?\s*$")
 
 
@@ -120,3 +127,22 @@ def _line_column(code: str, offset: int) -> tuple[int, int]:
     """The 1-based line and column of the character at ``offset``."""
     line_start = code.rfind("\n", 0, offset) + 1
     return code.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def in_raw_text(outcome: Outcome, code: str) -> Outcome:
+    """``outcome`` with its error's line, column and program frames told in the text the
+    model wrote, when ``code`` is a :class:`NormalizedCode`; otherwise as it is."""
+    detail = outcome.error_detail
+    if detail is None or not isinstance(code, NormalizedCode):
+        return outcome
+    line, column = detail.line, detail.column
+    if line is not None and column is not None:
+        line, column = code.raw_position(line, column)
+
+    def frame(match: re.Match[str]) -> str:
+        at_line, at_column = code.raw_position(int(match[1]), int(match[2]))
+        return f"program:{at_line}:{at_column}"
+
+    stack = tuple(_PROGRAM_AT.sub(frame, text) for text in detail.stack)
+    mapped = msgspec.structs.replace(detail, line=line, column=column, stack=stack)
+    return msgspec.structs.replace(outcome, error_detail=mapped)

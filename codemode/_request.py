@@ -239,6 +239,7 @@ def resolve_request(
         raise InvalidRequest(
             f"code must be a string holding an arrow or function expression, got {type(code).__name__}."
         )
+    code = str(code)  # a str subclass (normalize_code's NormalizedCode) travels as plain text
     if not code.strip():
         raise InvalidRequest("code is empty; pass an arrow function such as 'async () => 6 * 7'.")
     _utf8("code", code)

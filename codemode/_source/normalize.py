@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import tree_sitter_javascript as tsjs
 from tree_sitter import Language, Node, Parser
 
+from .normalized import NormalizedCode
 from .typestrip import strip_types
 
 __all__ = ["normalize_code"]
@@ -467,8 +468,12 @@ def _export_edit(node: Node) -> tuple[tuple[int, int, str], str | None, bool] | 
     return (node.start_byte, node.end_byte, ""), None, False
 
 
-def normalize_code(text: str) -> str:
+def normalize_code(text: str) -> NormalizedCode:
     """Turn model output into the entry form: one arrow or function expression.
+
+    The result is a :class:`NormalizedCode`, a ``str`` that keeps ``text`` as ``raw``: an
+    executor given it tells an error's position (``Outcome.error_detail``) in ``text``, the
+    text the model wrote, fence lines and all.
 
     Each form a model emits, and what it becomes::
 
@@ -533,4 +538,4 @@ def normalize_code(text: str) -> str:
         code.encode("utf-8", "surrogatepass")
     ).has_error:
         code = strip_types(code)
-    return _normalize_program(code)
+    return NormalizedCode(_normalize_program(code), text)

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from codemode import Executor, InvalidRequest, LogEntry, ToolRegistry
+from codemode import Executor, InvalidRequest, LogEntry, ToolRegistry, normalize_code
 from codemode.tools import ToolCall
 
 pytestmark = pytest.mark.anyio
@@ -46,6 +46,37 @@ async def test_a_thrown_error_carries_its_position(executor: Executor) -> None:
     assert detail is not None
     assert (detail.name, detail.line, detail.column) == ("TypeError", 2, 24)
     assert detail.stack == ("at f (program:2:24)", "at program:3:10")
+
+
+async def test_positions_of_normalized_code_are_in_the_text_the_model_wrote(executor: Executor) -> None:
+    """A fenced answer with prose: the throw on the block's 2nd code line is reported on
+    its line of the raw text (the prose and the fence line counted)."""
+    raw = (
+        "Here is the program:\n"
+        "\n"
+        "```js\n"
+        "const order = { lines: [] };\n"
+        "  throw new RangeError(`no lines in ${order.lines.length}`);\n"
+        "```\n"
+        "It fails on purpose."
+    )
+    code = normalize_code(raw)
+    assert code.startswith("async () => {\nconst order")  # wrapped: one line more than the block
+    outcome = await executor.execute(code)
+    assert outcome.error == "no lines in 0"
+    detail = outcome.error_detail
+    assert detail is not None
+    assert (detail.name, detail.line, detail.column) == (
+        "RangeError",
+        5,
+        9,
+    )  # at `new`, where the error was made
+    assert detail.stack == ("at program:5:9",)
+    one_line = normalize_code("```js\nconst o = null; o.size\n```")  # `return (` added before `o.size`
+    detail = (await executor.execute(one_line)).error_detail
+    assert detail is not None and (detail.line, detail.column) == (2, 19)
+    plain = await executor.execute(str(code))  # a plain str: positions in the code as given
+    assert plain.error_detail is not None and (plain.error_detail.line, plain.error_detail.column) == (3, 9)
 
 
 async def test_on_log_gets_each_entry_as_written(executor: Executor) -> None:
