@@ -85,6 +85,14 @@ _MARKS_BY_PATH = {
     "tests/fleet/": "fleet",
     "tests/hostile/": "hostile",
     "tests/fleet/test_benchmark_scripts.py": "bench",
+    # Several seconds each: real MCP server processes, command-line runs in subprocesses,
+    # every byte pair of every legacy encoding, a pdoc build, the agent example end to end.
+    "tests/mcp/": "slow",
+    "tests/test_cli.py": "slow",
+    "tests/test_batch.py": "slow",
+    "tests/test_api_docs.py": "slow",
+    "tests/test_agent_example.py": "slow",
+    "tests/stdlib/test_legacy_encodings.py": "slow",
 }
 
 
