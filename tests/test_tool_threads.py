@@ -9,23 +9,7 @@ import time
 
 from codemode import IsolateExecutor, SyncIsolateExecutor, ToolRegistry
 
-
-class InFlight:
-    """Counts the calls inside ``with``: how many are in now, and the most at once."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.peak = 0
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            self.now += 1
-            self.peak = max(self.peak, self.now)
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self.now -= 1
+from .test_tools import InFlight
 
 
 def test_parallel_calls_of_a_sync_tool_overlap(executor: SyncIsolateExecutor) -> None:
