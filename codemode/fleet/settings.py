@@ -256,16 +256,7 @@ class BrokerSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> BrokerSettings:
         """Read every ``CODEMODE_*`` variable that is set; ``overrides`` win over both."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(_ENV_BY_FIELD[f.name])
-            if raw is None or raw == "":
-                continue
-            try:
-                values[f.name] = float(raw) if f.type == "float" else (int(raw) if f.type == "int" else raw)
-            except ValueError:
-                raise SettingsError(f"{_ENV_BY_FIELD[f.name]} must be a number, got {raw!r}.") from None
+        values = _values_from_env(cls, _ENV_BY_FIELD, environ)
         values.update(overrides)
         return cls(**values)
 
@@ -417,6 +408,29 @@ def check_tools_path(path: object) -> None:
         )
 
 
+def _values_from_env(
+    cls: type, env_by_field: Mapping[str, str], environ: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """The fields of the settings class ``cls`` whose variable (``env_by_field``) is set and
+    not empty in ``environ`` (the process environment when None), converted by the field's
+    type: a flag for ``bool``, a number for ``int`` and ``float``, the text otherwise."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        name = env_by_field[f.name]
+        raw = env.get(name)
+        if raw is None or raw == "":
+            continue
+        if f.type == "bool":
+            values[f.name] = _flag(name, raw)
+            continue
+        try:
+            values[f.name] = int(raw) if f.type == "int" else float(raw) if f.type == "float" else raw
+        except ValueError:
+            raise SettingsError(f"{name} must be a number, got {raw!r}.") from None
+    return values
+
+
 def _flag(name: str, raw: str) -> bool:
     word = raw.strip().lower()
     if word in _TRUE:
@@ -544,19 +558,7 @@ class WorkerSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> WorkerSettings:
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(_WORKER_ENV[f.name])
-            if raw is None or raw == "":
-                continue
-            if f.type == "bool":
-                values[f.name] = _flag(_WORKER_ENV[f.name], raw)
-                continue
-            try:
-                values[f.name] = int(raw) if f.type == "int" else float(raw) if f.type == "float" else raw
-            except ValueError:
-                raise SettingsError(f"{_WORKER_ENV[f.name]} must be a number, got {raw!r}.") from None
+        values = _values_from_env(cls, _WORKER_ENV, environ)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
