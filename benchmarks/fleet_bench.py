@@ -77,7 +77,7 @@ from codemode import IsolateExecutor, tool_result
 from codemode.fleet import FleetExecutor
 from codemode.fleet.host.producer import transport_bytes
 from codemode.fleet.settings import PING_TASK_NAME, BrokerSettings, WorkerSettings
-from codemode.fleet.testing import RedisServer, WorkerProcess
+from codemode.fleet.testing import WORKER_COMMAND, RedisServer, WorkerProcess
 
 RESULTS = RESULTS_DIR / "fleet.json"
 
@@ -130,20 +130,31 @@ BLOCK = 50
 
 
 async def side_by_side(
-    runs: dict[str, Callable[[], Awaitable[Any]]], n: int, warmup: int = 10, raw: RawEcho | None = None
+    runs: dict[str, Callable[[], Awaitable[Any]]],
+    n: int,
+    warmup: int = 10,
+    raw: RawEcho | None = None,
+    before: dict[str, Callable[[], Awaitable[Any]]] | None = None,
+    block: int = BLOCK,
 ) -> dict[str, list[float]]:
     """``n`` timed jobs of each kind, in alternating blocks of BLOCK: the fleet's overhead
     is a difference of two medians, and this machine's speed drifts by more than that
     between one measurement and the next (one run measured in-process trivial jobs at 2.0
     ms where 0.9 is usual, and the fleet as adding 1.1 ms). ``raw``: a block of raw Redis
-    round trips after each block of jobs (see RawEcho)."""
-    for run in runs.values():
+    round trips after each block of jobs (see RawEcho). ``before``: what to do ahead of each
+    block (and of the warm-up) of a kind, untimed, such as turning task events on."""
+    before = before or {}
+    for name, run in runs.items():
+        if name in before:
+            await before[name]()
         for _ in range(warmup):
             await run()
     samples: dict[str, list[float]] = {name: [] for name in runs}
     while any(len(v) < n for v in samples.values()):
         for name, run in runs.items():
-            for _ in range(min(BLOCK, n - len(samples[name]))):
+            if name in before:
+                await before[name]()
+            for _ in range(min(block, n - len(samples[name]))):
                 began = time.perf_counter()
                 await run()
                 samples[name].append((time.perf_counter() - began) * 1000)
@@ -250,18 +261,58 @@ class RawEcho:
         self._echo.wait(10)
 
 
+class EventSwitch:
+    """Turns the worker's task events on and off with Celery's own remote control
+    (``celery control enable_events`` / ``disable_events``), waiting for its answer, so
+    that trivial jobs with and without events alternate on one worker in one run."""
+
+    def __init__(self, url: str) -> None:
+        self._app = Celery("codemode-bench-control", set_as_current=False)
+        self._app.conf.update(BrokerSettings(redis_url=url).celery_config())
+        self._on: bool | None = None
+
+    async def set(self, on: bool) -> None:
+        if self._on is on:
+            return
+        control = self._app.control
+        command = control.enable_events if on else control.disable_events
+        replies = await asyncio.to_thread(command, reply=True, timeout=5.0)
+        if not replies:
+            raise RuntimeError(f"no worker answered {'enable' if on else 'disable'}_events within 5 s")
+        self._on = on
+
+    def close(self) -> None:
+        self._app.close()
+
+
 async def measure(url: str, runs: int) -> dict[str, Any]:
     settings = BrokerSettings(redis_url=url)
     out: dict[str, Any] = {}
     raw = RawEcho(url)
+    events = EventSwitch(url)
     try:
         async with (
             IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local,
             FleetExecutor(settings=settings) as fleet,
         ):
             executors = {"inprocess": local, "fleet": fleet}
+            # Trivial jobs three ways in one series of blocks: in process, and through the
+            # worker with task events off and on (turned over between blocks).
+            trivial = await side_by_side(
+                {
+                    "inprocess": lambda: local.execute("() => 0"),
+                    "fleet": lambda: fleet.execute("() => 0"),
+                    "fleet_events": lambda: fleet.execute("() => 0"),
+                },
+                runs,
+                raw=raw,
+                before={"fleet": lambda: events.set(False), "fleet_events": lambda: events.set(True)},
+            )
+            await events.set(False)
+            out["inprocess_trivial"] = summarize(trivial["inprocess"])
+            out["fleet_trivial"] = summarize(trivial["fleet"])
+            out["fleet_events_trivial"] = summarize(trivial["fleet_events"])
             rows = {
-                "trivial": (lambda ex: ex.execute("() => 0"), runs),
                 "10_tool_calls": (lambda ex: ex.execute(TEN_CALLS, providers=TOOLS, dispatch=dispatch), runs),
                 "50_tool_calls": (
                     lambda ex: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
@@ -291,6 +342,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
         }
     finally:
         raw.close()
+        events.close()
     out["celery_noop_round_trip"] = summarize(celery_round_trip(url, runs))
     out["celery_noop_pushed_round_trip"] = summarize(celery_round_trip(url, runs, pushed=True))
     return out
@@ -387,6 +439,128 @@ def worker_ab(tree: str, jobs: int, events: bool = False) -> dict[str, dict[str,
     return out
 
 
+class PiecesWorker(WorkerProcess):
+    """A worker started through ``ab_worker.py``: without the private piece its environment's
+    ``CODEMODE_BENCH_WITHOUT`` names, if any (``pieces.py``)."""
+
+    events = False
+
+    def command(self) -> list[str]:
+        own = [sys.executable, str(Path(__file__).resolve().parent / "ab_worker.py")]
+        return [*own, *super().command()[len(WORKER_COMMAND) :], *(["--events"] if self.events else [])]
+
+
+PIECES_BLOCK = 5
+"""Jobs per block in ``--pieces-ab``: four sides, and a 50-call job takes tens of ms, so
+blocks are small enough for each side to meet every phase of the machine."""
+SAVES_MS = 0.3
+"""A private piece stays if it saves at least this much of a trivial job..."""
+SAVES_CALL = 0.25
+"""...or this share of a relayed tool call (issue: each private piece earns its place)."""
+
+
+def pieces_ab(jobs: int, events: bool = False) -> dict[str, Any]:
+    """Trivial and 50-call jobs through four fleets, each a Redis, a worker and a host of its
+    own, in alternating blocks: all of codemode's private pieces, and each piece left out
+    in turn (``pieces.py``). What a piece saves is the difference of the medians; a tool
+    call's cost is ``(50-call job - trivial job) / 50`` on each side."""
+    from pieces import HOST_SIDE, PIECES, WORKER_SIDE, without_on_host
+
+    sides = {"all pieces": "", **{f"without {piece}": piece for piece in PIECES}}
+    os.chdir("/")  # the workers run this tree's code from the installed package
+    out: dict[str, Any] = {"sides": {}, "pieces": {}}
+
+    async def run_sides(urls: dict[str, str]) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            fleets = {}
+            for name, url in urls.items():
+                fleet = await stack.enter_async_context(FleetExecutor(settings=BrokerSettings(redis_url=url)))
+                if sides[name] in HOST_SIDE:
+                    await without_on_host(fleet, sides[name])
+                fleets[name] = fleet
+            kinds: dict[str, tuple[Callable[[FleetExecutor], Awaitable[Any]], int]] = {
+                "trivial": (lambda ex: ex.execute("() => 0"), jobs),
+                "50_tool_calls": (
+                    lambda ex: ex.execute(FIFTY_CALLS, providers=TOOLS, dispatch=dispatch),
+                    max(20, jobs // 5),
+                ),
+            }
+            for kind, (job, n) in kinds.items():
+
+                def timed(name: str, job: Any = job) -> Callable[[], Awaitable[Any]]:
+                    async def run() -> None:
+                        outcome = await job(fleets[name])
+                        assert outcome.error is None, outcome.error
+
+                    return run
+
+                samples = await side_by_side({name: timed(name) for name in fleets}, n, block=PIECES_BLOCK)
+                for name in fleets:
+                    out["sides"].setdefault(name, {})[kind] = summarize(samples[name])
+
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        for i, (name, piece) in enumerate(sides.items()):
+            server = stack.enter_context(RedisServer())
+            worker_class_ = type("Worker", (PiecesWorker,), {"events": events})
+            env = {"CODEMODE_BENCH_WITHOUT": piece} if piece in WORKER_SIDE else {}
+            stack.enter_context(
+                worker_class_(
+                    BrokerSettings(redis_url=server.url),
+                    WorkerSettings(concurrency=2),
+                    env=env,
+                    name=f"piece{i}",
+                )
+            )
+            urls[name] = server.url
+        asyncio.run(run_sides(urls))
+    rows = out["sides"]
+    for row in rows.values():
+        row["one_tool_call"] = {
+            "median_ms": round((row["50_tool_calls"]["median_ms"] - row["trivial"]["median_ms"]) / 50, 4)
+        }
+    base = rows["all pieces"]
+    for name, piece in sides.items():
+        if not piece:
+            continue
+        saves_ms = rows[name]["trivial"]["median_ms"] - base["trivial"]["median_ms"]
+        without_call = rows[name]["one_tool_call"]["median_ms"]
+        saves_call = (
+            (without_call - base["one_tool_call"]["median_ms"]) / without_call if without_call else 0.0
+        )
+        out["pieces"][piece] = {
+            "saves_trivial_ms": round(saves_ms, 3),
+            "saves_tool_call_share": round(saves_call, 3),
+            "earns_its_place": saves_ms >= SAVES_MS or saves_call >= SAVES_CALL,
+        }
+    out["machine"] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "events": events,
+    }
+    return out
+
+
+def pieces_table(results: dict[str, Any]) -> str:
+    lines = [
+        f"{'side (median ms)':<20}{'trivial job':>14}{'50-call job':>14}{'one call':>12}",
+        "-" * 60,
+    ]
+    for name, row in results["sides"].items():
+        lines.append(
+            f"{name:<20}{row['trivial']['median_ms']:>14.3f}{row['50_tool_calls']['median_ms']:>14.3f}"
+            f"{row['one_tool_call']['median_ms']:>12.4f}"
+        )
+    for piece, verdict in results["pieces"].items():
+        lines.append(
+            f"{piece}: saves {verdict['saves_trivial_ms']:.3f} ms of a trivial job and "
+            f"{verdict['saves_tool_call_share']:.0%} of a tool call: "
+            f"{'earns its place' if verdict['earns_its_place'] else 'does not earn its place'} "
+            f"(bar: {SAVES_MS} ms or {SAVES_CALL:.0%})"
+        )
+    return "\n".join(lines)
+
+
 PUSH_SCRIPT = """
 redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
@@ -441,12 +615,14 @@ async def link_cost(url: str, commands: int, block: int = 500) -> dict[str, dict
 def table(results: dict[str, Any]) -> str:
     rows = [
         ("trivial job round trip", "inprocess_trivial", "fleet_trivial"),
+        ("  with task events on", "inprocess_trivial", "fleet_events_trivial"),
         ("job with 10 tool calls", "inprocess_10_tool_calls", "fleet_10_tool_calls"),
         ("one tool call", "inprocess_one_tool_call", "fleet_one_tool_call"),
     ]
     lines = [f"{'measure (median ms)':<34}{'in-process':>12}{'fleet':>12}", "-" * 58]
     for label, a, b in rows:
-        lines.append(f"{label:<34}{results[a]['median_ms']:>12.3f}{results[b]['median_ms']:>12.3f}")
+        if b in results:
+            lines.append(f"{label:<34}{results[a]['median_ms']:>12.3f}{results[b]['median_ms']:>12.3f}")
     lines.append(
         f"{'throughput, 16 in flight (jobs/s)':<34}"
         f"{results['inprocess_throughput_per_s']:>12.1f}"
@@ -484,30 +660,37 @@ def table(results: dict[str, Any]) -> str:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The fleet's two targets, judged on this run's medians: at most 1.5 ms added to a
-    trivial job over in-process (2.0 ms with task events on), and a tool call over the reply channel at most twice a raw
-    Redis round trip plus the call's own cost in process (dispatch and the isolate hop)."""
-    added = results["fleet_trivial"]["median_ms"] - results["inprocess_trivial"]["median_ms"]
+    """The fleet's targets, judged on this run's medians: at most 1.5 ms added to a trivial
+    job over in-process with task events off and 2.0 ms with them on (the same worker,
+    events turned over between blocks), and a tool call over the reply channel at most twice
+    a raw Redis round trip plus the call's own cost in process (dispatch and the isolate hop)."""
+    inprocess = results["inprocess_trivial"]["median_ms"]
+    judged = []
+    for key, events, bound in (("fleet_trivial", "off", 1.5), ("fleet_events_trivial", "on", 2.0)):
+        if key not in results:
+            continue
+        added = results[key]["median_ms"] - inprocess
+        judged.append(
+            {
+                "what": f"trivial job, added over in-process (task events {events})",
+                "measured": added,
+                "bound": bound,
+                "met": added <= bound,
+            }
+        )
     call_bound = (
         2 * results["redis_list_round_trip"]["median_ms"] + results["inprocess_one_tool_call"]["median_ms"]
     )
     call = results["fleet_one_tool_call"]["median_ms"]
-    events = bool(results.get("machine", {}).get("events"))
-    bound = 2.0 if events else 1.5
-    return [
-        {
-            "what": f"trivial job, added over in-process (task events {'on' if events else 'off'})",
-            "measured": added,
-            "bound": bound,
-            "met": added <= bound,
-        },
+    judged.append(
         {
             "what": "one tool call, against 2x raw round trip + in-process call",
             "measured": call,
             "bound": call_bound,
             "met": call <= call_bound,
-        },
-    ]
+        }
+    )
+    return judged
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -527,7 +710,14 @@ def main(argv: list[str] | None = None) -> int:
         "--worker-ab", metavar="TREE", help="this tree's worker against the one in source tree TREE"
     )
     parser.add_argument(
-        "--events", action="store_true", help="workers send task events (codemode worker --events)"
+        "--pieces-ab",
+        action="store_true",
+        help="the worker and host with each private piece against without it (pieces.py), interleaved",
+    )
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="--worker-ab / --pieces-ab: workers send task events (codemode worker --events)",
     )
     parser.add_argument(
         "--busy",
@@ -546,6 +736,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"p95 {row['p95_ms']:.3f} ms  worker CPU {row['worker_cpu_ms']:.3f} ms "
                     f"per job (n={row['n']})"
                 )
+        return 0
+    if args.pieces_ab:
+        verdicts = pieces_ab(args.runs, args.events)
+        print(pieces_table(verdicts))
+        path = RESULTS.with_name("fleet_pieces_events.json" if args.events else "fleet_pieces.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(verdicts, indent=2) + "\n")
+        print(f"\nwrote {path}")
         return 0
     if args.link_cost:
         with RedisServer() as server:
@@ -570,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     load_before = os.getloadavg()[0]
     with RedisServer() as server:
-        worker = worker_class(args.events)(
+        worker = WorkerProcess(
             BrokerSettings(redis_url=server.url), WorkerSettings(concurrency=2), name="bench"
         )
         with worker, busy_neighbours(args.busy):
@@ -586,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker": "python -m workers, threads pool, concurrency 2, 2 isolate children",
         "inprocess": "IsolateExecutor, 2 isolate children",
         "busy_neighbours": args.busy,
-        "events": args.events,
+        "events": "off and on, turned over between blocks of trivial jobs (EventSwitch)",
     }
     results["throughput_ratio"] = round(
         results["fleet_throughput_per_s"] / results["inprocess_throughput_per_s"], 3
@@ -594,7 +792,7 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = targets(results)
     print(table(results))
     name = "fleet_busy" if args.busy else "fleet"
-    path = RESULTS.with_name(f"{name}_events.json" if args.events else f"{name}.json")
+    path = RESULTS.with_name(f"{name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {path}")

@@ -48,15 +48,31 @@ def test_bench_runs_every_in_process_row_beside_a_busy_neighbour(tmp_path: Path)
 
 
 @pytest.mark.fleet
-def test_fleet_bench_prints_both_fleet_targets(tmp_path: Path) -> None:
+def test_fleet_bench_prints_every_fleet_target(tmp_path: Path) -> None:
     require_redis_server()
     out = _run("fleet_bench.py", "--runs", "20", results=tmp_path)
-    assert out.count("target: ") == 2, out
+    assert out.count("target: ") == 3, out
     results = json.loads((tmp_path / "fleet.json").read_text())
     assert [t["what"] for t in results["targets"]] == [
         "trivial job, added over in-process (task events off)",
+        "trivial job, added over in-process (task events on)",
         "one tool call, against 2x raw round trip + in-process call",
     ], results["targets"]
-    assert results["targets"][0]["bound"] == 1.5
+    assert [t["bound"] for t in results["targets"][:2]] == [1.5, 2.0]
+    assert results["fleet_events_trivial"]["median_ms"] > 0
     assert results["fleet_one_tool_call"]["median_ms"] > 0
     assert results["redis_list_round_trip"]["median_ms"] > 0
+
+
+@pytest.mark.fleet
+def test_fleet_bench_pieces_ab_judges_each_private_piece(tmp_path: Path) -> None:
+    """Each private piece against the library's way (``benchmarks/pieces.py``): every side
+    runs real jobs (a side whose variant broke the fleet fails its jobs' assertions)."""
+    require_redis_server()
+    out = _run("fleet_bench.py", "--pieces-ab", "--runs", "10", results=tmp_path)
+    results = json.loads((tmp_path / "fleet_pieces.json").read_text())
+    assert set(results["pieces"]) == {"messages", "link"}, out
+    assert set(results["sides"]) == {"all pieces", "without messages", "without link"}
+    for side in results["sides"].values():
+        assert side["trivial"]["median_ms"] > 0 and side["50_tool_calls"]["median_ms"] > 0
+    assert out.count("earns its place") + out.count("does not earn its place") >= 2, out
