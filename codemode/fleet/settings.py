@@ -306,8 +306,8 @@ class BrokerSettings:
         }
         return {
             "broker_url": self.redis_url,
-            # kombu's Redis transport with one client per connection pool instead of one
-            # per command (on both sides of every job): see its module.
+            # kombu's Redis transport, with every popped message screened first (no
+            # message can stop a worker): see its module.
             "broker_transport": "codemode.fleet.worker.transport:RedisTransport",
             "broker_transport_options": redis_transport,
             # Keep reconnecting forever after Redis restarts, including at worker start-up.

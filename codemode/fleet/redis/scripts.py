@@ -20,8 +20,6 @@ support Redis Cluster (the admission key lives in another slot).
 * ``refuse.lua``: a worker's answer to a job it refused (not signed with its key): the
   job's host is told INVALID_REQUEST and the claim marked ``refused``, only for a live
   host's admitted, unclaimed job (``worker/intake.py``).
-* ``record.lua``, ``forget.lua``: kombu's unacked bookkeeping, as the worker's transport
-  sends it (``worker/transport.py``).
 
 :class:`FleetScripts` runs the job scripts over links (``link.py``): hiredis on the socket,
 pipelined on one connection per event loop, instead of redis-py's client, whose Python

@@ -1,43 +1,32 @@
-"""kombu's Redis transport: one ``redis.Redis`` per pool, the unacked record after the
-hand-off, and no message that can stop the consumer.
+"""kombu's Redis transport, with no message that can stop the consumer.
 
-kombu's Redis channel builds a fresh client around its connection pool for each command it
-sends outside BRPOP (a publish, the unacked bookkeeping of a delivery, an ack). With
-redis-py 8, building one costs more Python than the command's own round trip (it fills a
-table of response callbacks), on both sides of each delivery. This channel keeps one client per
-connection pool instead. A ``redis.Redis`` is safe to share between threads (each command
-takes its own connection from the pool), and a new pool (after a reconnect) gets a new
-client.
+kombu's ``_brpop_read`` decodes what BRPOP popped and hands it on, and an exception there (a
+message that is not JSON, an envelope of the wrong shape, a body that is not base64, a task
+name Celery cannot look up) ends the worker with "Unrecoverable error", once per such
+message. Here the popped bytes are screened first (:func:`screen`: size, UTF-8, JSON, the
+envelope's shape) and whatever raises on the rest of the way is caught around the delivery:
+either way the message is settled and dropped to the queue's dead-letter list with its
+reason (``deadletter.py``). Redis's own errors still propagate (Celery reconnects). A
+message whose body kombu cannot read (a compression it cannot undo) is refused the same
+way, where Celery would ack it with a log line and no dead letter; an unacked record that
+cannot be restored (written by something other than a consumer) is dead-lettered instead of
+raising out of every restore sweep. Broadcasts (Celery's remote control, over pub/sub) are
+guarded as well.
 
-It also takes the unacked record of a delivery off the delivery's path. kombu records each
-message it hands to a consumer (``QoS.append``: ZADD to the unacked index, HSET of the
-message, in MULTI/EXEC) and waits for Redis's answer before Celery sees the message: a
-round trip, and redis-py's pipeline around it, on the consumer's thread ahead of every job.
-Here Celery gets the message first (for a job: the job starts on the worker's loop), then
-the record is sent and its answer read (``RedisChannel.basic_consume``). A worker that dies
-in that fraction of a millisecond loses the message, as one dying between kombu's BRPOP
-and its record always could; the job's host still gets its answer from its own deadline
-(nothing ran: JOB_EXPIRED; claimed: WORKER_CRASHED). The record and the ack each go as one small script (``RECORD``, ``FORGET``)
-where kombu sends MULTI, two commands and EXEC: as atomic, and one reply to parse instead
-of four. Everything else (sending BRPOP, the unacked restore) is kombu's, on the same keys.
+Everything else is kombu's own: its unacked record of each delivery (written before Celery
+sees the message), its ack, its restore, BRPOP. Until this release the channel also kept one
+``redis.Redis`` per connection pool instead of kombu's one per command, and wrote the
+unacked record after Celery had the message, as one script; ``fleet_bench.py --pieces-ab``
+measured that saving 0.1-0.46 ms of a trivial job (median about a quarter of a millisecond)
+and nothing of a tool call, under the bar a private piece must clear, so it went
+(``benchmarks/README.md``).
 
-A delivery settled inside the callback that received it (Celery rejects a task it does
-not know before returning) has its record dropped unsent (``RedisQoS.ack``): a record sent
-after its ack would stay in the unacked hash and be redelivered after every visibility
-timeout.
-
-No message can stop the consumer. kombu's ``_brpop_read`` decodes what BRPOP popped and
-hands it on, and an exception there (a message that is not JSON, an envelope of the wrong
-shape, a body that is not base64, a task name Celery cannot look up) ends the worker with
-"Unrecoverable error", once per such message. Here the popped bytes are screened first
-(:func:`screen`: size, UTF-8, JSON, the envelope's shape) and whatever raises on the rest
-of the way is caught around the delivery: either way the message is settled and dropped to
-the queue's dead-letter list with its reason (``deadletter.py``). Redis's own errors still
-propagate (Celery reconnects). The override relies on kombu's private ``Channel._brpop_read``
-and what it uses: ``client.parse_response(connection, "BRPOP")``, ``sep``,
-``_queue_cycle.rotate``, ``_in_poll``, ``_flush_brpop_reauth`` (from kombu 5.7) and
-``connection._deliver(payload, queue)``; for broadcasts (Celery's remote control, over
-pub/sub), ``_receive_one`` and ``_deliver_fanout_message``.
+The override relies on kombu's private ``Channel._brpop_read`` and what it uses:
+``client.parse_response(connection, "BRPOP")``, ``sep``, ``_queue_cycle.rotate``,
+``_in_poll``, ``_flush_brpop_reauth`` (from kombu 5.7) and ``connection._deliver(payload,
+queue)``; the QoS's ``_delivered`` and ``ack`` (a delivery settled before it is dropped);
+``QoS.restore_by_tag``; ``_create_client`` (a client for the dead-letter list); for broadcasts, ``_receive_one`` and ``_deliver_fanout_message``.
+:func:`check_kombu_api` checks them at worker start.
 
 ``BrokerSettings.celery_config()`` names :class:`RedisTransport` as ``broker_transport``,
 so producers and workers both use it; the URL still says where Redis is.
@@ -48,7 +37,6 @@ from __future__ import annotations
 import json
 import logging
 from queue import Empty
-from time import time
 from typing import Any, Literal
 
 import msgspec
@@ -58,7 +46,6 @@ from kombu.transport import virtual
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
-from ..redis.scripts import lua_source
 from ..wire import MAX_QUEUE_MESSAGE_BYTES
 from .deadletter import drop
 
@@ -67,22 +54,15 @@ __all__ = ["KOMBU_INTERNALS", "RedisTransport", "Refused", "check_kombu_api", "s
 log = logging.getLogger("codemode.fleet.worker")
 
 
-RECORD = lua_source("record")
-"""kombu's unacked record of a delivery: its tag in the index (scored by the time), the
-message in the hash (``record.lua``)."""
-FORGET = lua_source("forget")
-"""kombu's ack: the record out of both (``forget.lua``)."""
-
-
 KOMBU_INTERNALS = (
     (kombu_redis.Channel, "_brpop_read"),
     (kombu_redis.Channel, "_receive_one"),
     (kombu_redis.Channel, "_deliver_fanout_message"),
     (kombu_redis.Channel, "_in_poll"),
     (kombu_redis.Channel, "sep"),
-    (kombu_redis.QoS, "append"),
+    (kombu_redis.Channel, "_create_client"),
     (kombu_redis.QoS, "ack"),
-    (kombu_redis.QoS, "reject"),
+    (kombu_redis.QoS, "restore_by_tag"),
     (virtual.Transport, "_deliver"),
 )
 """What of kombu's Redis transport this module overrides or calls (its docstring says how);
@@ -158,83 +138,7 @@ def screen(item: bytes) -> dict[str, Any]:
 
 
 class RedisQoS(kombu_redis.QoS):
-    """kombu's QoS, with ``append`` split into making the record (:meth:`append`, before
-    Celery has the message) and sending it and reading Redis's answer (:meth:`send_records`,
-    once Celery has handed the message on)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
-        self._unsent: list[tuple[float, Any, bytes]] = []
-        """Records made and not yet sent (:meth:`send_records`)."""
-        self._unread: list[Any] = []
-        """Records sent whose answers are still to be read, in the order sent."""
-
-    def _send(self, script: str, *args: Any) -> Any:
-        """Send one ``EVAL`` of ``script`` (keys: the unacked index, then the unacked hash)
-        on a connection of the channel's pool (the one kombu's own bookkeeping uses, not
-        BRPOP's); returns the connection, whose answer is still to be read (:meth:`_read`).
-        One script where kombu sends MULTI, two commands and EXEC: atomic all the same, and
-        one reply to read instead of four."""
-        pool = self.channel.pool
-        connection = pool.get_connection()
-        try:
-            connection.send_command("EVAL", script, 2, self.unacked_index_key, self.unacked_key, *args)
-        except BaseException:
-            connection.disconnect()
-            pool.release(connection)
-            raise
-        return connection
-
-    def _read(self, connection: Any) -> None:
-        """Read the answer of one :meth:`_send` (an error reply raises) and give the
-        connection back."""
-        try:
-            connection.read_response()
-        except redis.exceptions.ResponseError:
-            raise  # the reply was read: the connection is fine
-        except BaseException:
-            connection.disconnect()  # its answer may be left unread on it
-            raise
-        finally:
-            self.channel.pool.release(connection)
-
-    def append(self, message: Any, delivery_tag: Any) -> None:
-        delivery = message.delivery_info
-        # The record kombu's restore reads back (``loads``): the message as it came from the
-        # queue, written by msgspec (cheaper than kombu's encoder, on every delivery).
-        record = msgspec.json.encode([message._raw, delivery["exchange"], delivery["routing_key"]])
-        self._unsent.append((time(), delivery_tag, record))
-        virtual.QoS.append(self, message, delivery_tag)  # type: ignore[no-untyped-call]
-
-    def send_records(self) -> None:
-        """Send the records made, then read Redis's answers; raise the first failure (as
-        kombu's pipeline would have, before the message was handed on)."""
-        while self._unsent:
-            self._unread.append(self._send(RECORD, *self._unsent.pop(0)))
-        failure: BaseException | None = None
-        while self._unread:
-            try:
-                self._read(self._unread.pop(0))
-            except BaseException as exc:
-                failure = failure or exc
-        if failure is not None:
-            raise failure
-
-    def _unsend(self, delivery_tag: Any) -> bool:
-        """Drop the record of ``delivery_tag`` if it was made and not sent (the delivery is
-        settled inside the callback that received it); says whether there was one."""
-        for index, (_at, tag, _record) in enumerate(self._unsent):
-            if tag == delivery_tag:
-                del self._unsent[index]
-                return True
-        return False
-
-    def ack(self, delivery_tag: Any) -> None:
-        """kombu's ack (the record removed, then the tag forgotten) as one script instead of
-        redis-py's pipeline around its two commands; a record not sent yet is just dropped."""
-        if not self._unsend(delivery_tag):
-            self._read(self._send(FORGET, delivery_tag))
-        virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+    """kombu's QoS, whose restore dead-letters a record it cannot restore."""
 
     def restore_by_tag(self, tag: Any, client: Any = None, leftmost: bool = False) -> None:
         """kombu's restore of one unacked record to its queue; a record that cannot be
@@ -252,34 +156,22 @@ class RedisQoS(kombu_redis.QoS):
                 reason = f"an unacked record that cannot be restored ({type(exc).__name__}: {exc})"
                 drop(conn, self.unacked_key, record or b"", reason)
 
-    def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
-        """kombu's reject: without requeue, an ack (the record goes); with it, kombu's
-        requeue, which reads the record back from Redis, so it is sent first."""
-        if not requeue:
-            self.ack(delivery_tag)
-            return
-        self.send_records()
-        super().reject(delivery_tag, requeue=True)  # type: ignore[no-untyped-call]
-
 
 class RedisChannel(kombu_redis.Channel):
+    """kombu's Redis channel, with every popped message screened and every delivery
+    guarded (the module's docstring says how)."""
+
     QoS = RedisQoS
-    _shared_client: Any = None
 
     def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
-        """kombu's, with the delivery's unacked record sent after ``callback`` (Celery's
-        hand-off of the message) instead of before it. A message whose body kombu could
-        not read (a compression it cannot undo) is refused here: Celery would ack it with
-        a log line and no dead letter."""
+        """kombu's; a message whose body kombu could not read (a compression it cannot
+        undo) is refused here: Celery would ack it with a log line and no dead letter."""
 
         def delivered(message: Any) -> Any:
             if message.errors:
                 error = message.errors[0][1]
                 raise Refused(f"its body could not be read ({type(error).__name__}: {error})")
-            try:
-                return callback(message)
-            finally:
-                self.qos.send_records()
+            return callback(message)
 
         return super().basic_consume(queue, no_ack, delivered, consumer_tag, **kwargs)  # type: ignore[no-untyped-call]
 
@@ -311,7 +203,7 @@ class RedisChannel(kombu_redis.Channel):
         try:
             payload = screen(item)
         except Refused as exc:
-            drop(self._create_client(), queue, item, str(exc))
+            drop(self._command_client(), queue, item, str(exc))
             return
         try:
             self.connection._deliver(payload, queue)
@@ -326,7 +218,7 @@ class RedisChannel(kombu_redis.Channel):
                 if isinstance(exc, Refused)
                 else f"the consumer could not take it ({type(exc).__name__}: {exc})"
             )
-            drop(self._create_client(), queue, item, reason)
+            drop(self._command_client(), queue, item, reason)
 
     def _receive_one(self, c: Any) -> Any:
         """kombu's read of one broadcast (pub/sub: Celery's remote control), which drops
@@ -356,17 +248,13 @@ class RedisChannel(kombu_redis.Channel):
                 text = json.dumps(message)
             except (ValueError, TypeError, RecursionError):
                 text = repr(type(message))
-            drop(self._create_client(), queue, text, reason)
+            drop(self._command_client(), queue, text, reason)
             return False
         return True
 
-    def _create_client(self, asynchronous: bool = False) -> Any:
-        if asynchronous:  # BRPOP's own connections: kombu manages them per call
-            return super()._create_client(asynchronous=True)  # type: ignore[no-untyped-call]
-        client = self._shared_client
-        if client is None or client.connection_pool is not self.pool:
-            client = self._shared_client = super()._create_client()  # type: ignore[no-untyped-call]
-        return client
+    def _command_client(self) -> Any:
+        """A client for a command outside BRPOP, made as kombu makes its own."""
+        return self._create_client()  # type: ignore[no-untyped-call]
 
 
 class RedisTransport(kombu_redis.Transport):
