@@ -3,7 +3,9 @@
 Starts a private redis-server and one codemode worker (``python -m workers``, threads pool,
 concurrency 2), and an in-process IsolateExecutor with the same pool size, then measures:
 
-* a trivial job's round trip (``() => 0``), fleet and in-process;
+* a trivial job's round trip (``() => 0``), in process and through the fleet with task
+  events off and on (the same worker, turned over between blocks by Celery's remote
+  control: :class:`EventSwitch`);
 * a job making 10 sequential tool calls, fleet and in-process (each timed row alternates
   the two in blocks of BLOCK jobs);
 * one tool call over the reply channel (from the slope of 0 vs 50 sequential calls),
@@ -36,13 +38,15 @@ job: the A/B for a change to the worker::
     git worktree add /tmp/base HEAD~1
     python benchmarks/fleet_bench.py --worker-ab /tmp/base
 
-``--events`` starts the workers with task events on (``codemode worker --events``: what
-Flower watches), for the main run and ``--worker-ab``; the trivial job's bound is then
-2.0 ms over in process instead of 1.5. The strategy's A/B (Celery's request path against
-the hand-off that skipped it) is ``--worker-ab`` against a tree from before the change::
+``--events`` starts the workers of ``--worker-ab`` and ``--pieces-ab`` with task events
+on (``codemode worker --events``: what Flower watches).
 
-    git worktree add /tmp/handoff f32a6f3~1
-    python benchmarks/fleet_bench.py --worker-ab /tmp/handoff [--events]
+``--pieces-ab`` judges each of the fleet's private pieces: fleets with their own Redis,
+worker and host side by side, one with every piece and one per piece done the library's
+way instead (``pieces.py``), trivial and 50-call jobs in alternating blocks; a piece earns
+its place when it saves 0.3 ms of a trivial job or a quarter of a tool call::
+
+    python benchmarks/fleet_bench.py --pieces-ab [--runs 600] [--events]
 
 ``--link-cost`` times one channel push (the push script, one message) sent through
 redis-py's asyncio client and through the fleet's links (``codemode/fleet/redis/link.py``),

@@ -330,3 +330,24 @@ async def test_a_reader_reports_its_link_lost_and_a_close_drains_it(private_redi
     finally:
         await links.aclose()
         await client.aclose()
+
+
+async def test_a_redis_py_whose_connections_have_no_stream_writer_fails_with_a_sentence(
+    client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link takes over the transport of redis-py's connection through its private
+    ``_writer`` field (``link.py``): a release that moves it is named in a sentence, not met
+    as an AttributeError inside a job."""
+    from redis.asyncio.connection import AbstractConnection
+
+    connect = AbstractConnection.connect
+
+    async def connect_without_writer(self: AbstractConnection) -> None:
+        await connect(self)  # type: ignore[no-untyped-call]
+        writer = self._writer
+        self._writer = None
+        self.__dict__["_moved_writer"] = writer  # what a release that renamed it would do
+
+    monkeypatch.setattr(AbstractConnection, "connect", connect_without_writer)
+    with pytest.raises(redis.exceptions.ConnectionError, match=r"its private _writer field"):
+        await open_link(client.connection_pool, timeout_s=1.0)
