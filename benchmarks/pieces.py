@@ -26,7 +26,6 @@ channel's own unacked bookkeeping (``codemode/fleet/worker/transport.py``'s hist
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import time
 import types
@@ -37,6 +36,8 @@ import hiredis
 import redis.asyncio as aioredis
 import redis.exceptions
 
+from codemode.fleet.redis.link import Link
+
 PIECES = ("messages", "link")
 """The private pieces an A/B can leave out."""
 WORKER_SIDE = frozenset({"link"})
@@ -46,31 +47,22 @@ HOST_SIDE = frozenset({"messages", "link"})
 ENV = "CODEMODE_BENCH_WITHOUT"
 
 
-class StreamLink:
-    """A link's interface (``codemode.fleet.redis.link.Link``: commands pipelined, replies to
-    futures or sinks in order) over redis-py's own asyncio connection: each write through
-    ``send_packed_command``, each reply through ``read_response`` on a reader task."""
+class StreamLink(Link):
+    """A link (``codemode.fleet.redis.link.Link``: commands pipelined, replies to futures or
+    sinks in order) over redis-py's own asyncio connection instead of the socket's
+    transport: each write through ``send_packed_command``, each reply through
+    ``read_response`` on a reader task. Its bookkeeping of who gets each reply, and its
+    failure, are the link's own."""
 
     def __init__(self, connection: Any, timeout_s: float) -> None:
+        super().__init__(asyncio.get_running_loop(), timeout_s)
         self._connection = connection
-        self._timeout_s = timeout_s
-        self._loop = asyncio.get_running_loop()
-        self._waiting: collections.deque[asyncio.Future[Any] | Callable[[Any], object]] = collections.deque()
         self._wake: asyncio.Future[None] | None = None
-        self._lost: redis.exceptions.RedisError | None = None
         self._reader = self._loop.create_task(self._read_forever())
-        self.idle_since = time.monotonic()
 
     @property
     def usable(self) -> bool:
         return self._lost is None
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._waiting)
-
-    def command(self, packed: bytes) -> asyncio.Future[Any]:
-        return self.commands((packed,))[0]
 
     def commands(
         self, packed: Sequence[bytes], sinks: Sequence[Callable[[Any], object]] = ()
@@ -123,16 +115,6 @@ class StreamLink:
         self._reader.cancel()
         self._fail(redis.exceptions.ConnectionError("The link was closed."))
         self._loop.create_task(self._connection.disconnect())
-
-    def _fail(self, error: redis.exceptions.RedisError) -> None:
-        if self._lost is None:
-            self._lost = error
-        while self._waiting:
-            taker = self._waiting.popleft()
-            if callable(taker):
-                taker(error)
-            elif not taker.done():
-                taker.set_exception(error)
 
 
 async def open_stream_link(links: Any) -> StreamLink:
