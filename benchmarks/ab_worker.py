@@ -1,5 +1,7 @@
-"""A codemode worker without the private piece ``CODEMODE_BENCH_WITHOUT`` names (``pieces.py``):
-the other side of ``fleet_bench.py --pieces-ab``. Takes ``codemode worker``'s arguments."""
+"""A codemode worker for the fleet's A/Bs: without the private piece ``CODEMODE_BENCH_WITHOUT``
+names (``pieces.py``, ``fleet_bench.py --pieces-ab``), and marking each step of a job into the
+file ``CODEMODE_BENCH_STEPS`` names (``steps.py``, ``fleet_bench.py --steps``). Takes
+``codemode worker``'s arguments."""
 
 import os
 import sys
@@ -8,8 +10,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pieces import ENV, without_on_worker
+from steps import ENV as STEPS_ENV
+from steps import mark_worker
 
 without_on_worker(os.environ.get(ENV, ""))
+if os.environ.get(STEPS_ENV):
+    mark_worker(os.environ[STEPS_ENV])
 
 from codemode.fleet.worker.cli import main  # noqa: E402
 

@@ -48,6 +48,11 @@ its place when it saves 0.3 ms of a trivial job or a quarter of a tool call::
 
     python benchmarks/fleet_bench.py --pieces-ab [--runs 600] [--events]
 
+``--steps`` marks the time at each step of ``--runs`` trivial jobs, in the host and in the
+worker (``steps.py``), and prints each step's median: where a fleet job's time goes::
+
+    python benchmarks/fleet_bench.py --steps --runs 300
+
 ``--link-cost`` times one channel push (the push script, one message) sent through
 redis-py's asyncio client and through the fleet's links (``codemode/fleet/redis/link.py``),
 alternating in blocks, and prints wall time and this process's CPU per command::
@@ -565,6 +570,44 @@ def pieces_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+async def _step_jobs(url: str, jobs: int, mark: Callable[[str], None]) -> int:
+    """Trivial jobs one at a time, each between host marks, a pause between them (the
+    worker's aftermath of one job is not the next job's); returns when the timed ones began."""
+    async with FleetExecutor(settings=BrokerSettings(redis_url=url)) as fleet:
+        for _ in range(30):
+            await fleet.execute("() => 0")
+        began = time.time_ns()
+        for _ in range(jobs):
+            mark("h_submit")
+            outcome = await fleet.execute("() => 0")
+            mark("h_done")
+            assert outcome.error is None, outcome.error
+            await asyncio.sleep(0.002)
+    return began
+
+
+def steps(jobs: int) -> str:
+    """A fleet job, step by step (``steps.py``): marks in the host and a marking worker."""
+    import tempfile
+
+    from steps import ENV as STEPS_ENV
+    from steps import mark_host, table, timeline
+
+    os.chdir("/")
+    with tempfile.TemporaryDirectory() as tmp, RedisServer() as server:
+        host_marks, worker_marks = Path(tmp, "host"), Path(tmp, "worker")
+        mark = mark_host(str(host_marks))
+        with PiecesWorker(
+            BrokerSettings(redis_url=server.url),
+            WorkerSettings(concurrency=2),
+            env={STEPS_ENV: str(worker_marks)},
+            name="steps",
+        ):
+            began = asyncio.run(_step_jobs(server.url, jobs, mark))
+            time.sleep(0.5)  # the worker's last marks
+        return table(timeline([host_marks, worker_marks], began))
+
+
 PUSH_SCRIPT = """
 redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
@@ -718,6 +761,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the worker and host with each private piece against without it (pieces.py), interleaved",
     )
+    parser.add_argument("--steps", action="store_true", help="a trivial fleet job, step by step (steps.py)")
     parser.add_argument(
         "--events",
         action="store_true",
@@ -740,6 +784,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"p95 {row['p95_ms']:.3f} ms  worker CPU {row['worker_cpu_ms']:.3f} ms "
                     f"per job (n={row['n']})"
                 )
+        return 0
+    if args.steps:
+        print(steps(args.runs))
         return 0
     if args.pieces_ab:
         verdicts = pieces_ab(args.runs, args.events)

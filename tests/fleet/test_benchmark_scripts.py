@@ -76,3 +76,12 @@ def test_fleet_bench_pieces_ab_judges_each_private_piece(tmp_path: Path) -> None
     for side in results["sides"].values():
         assert side["trivial"]["median_ms"] > 0 and side["50_tool_calls"]["median_ms"] > 0
     assert out.count("earns its place") + out.count("does not earn its place") >= 2, out
+
+
+@pytest.mark.fleet
+def test_fleet_bench_steps_times_every_step_of_a_job(tmp_path: Path) -> None:
+    """Marks from the host and the worker meet in one table (``benchmarks/steps.py``)."""
+    require_redis_server()
+    out = _run("fleet_bench.py", "--steps", "--runs", "20", results=tmp_path)
+    for step in ("message popped", "the task body starts", "claim answered", "host: outcome read"):
+        assert step in out, out
