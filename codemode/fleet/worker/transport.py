@@ -17,16 +17,16 @@ Everything else is kombu's own: its unacked record of each delivery (written bef
 sees the message), its ack, its restore, BRPOP. Until this release the channel also kept one
 ``redis.Redis`` per connection pool instead of kombu's one per command, and wrote the
 unacked record after Celery had the message, as one script; ``fleet_bench.py --pieces-ab``
-measured that saving 0.1-0.46 ms of a trivial job (median about a quarter of a millisecond)
-and nothing of a tool call, under the bar a private piece must clear, so it went
-(``benchmarks/README.md``).
+measured that under the bar a private piece must clear, so it went (``benchmarks/README.md``
+has the numbers).
 
 The override relies on kombu's private ``Channel._brpop_read`` and what it uses:
 ``client.parse_response(connection, "BRPOP")``, ``sep``, ``_queue_cycle.rotate``,
 ``_in_poll``, ``_flush_brpop_reauth`` (from kombu 5.7) and ``connection._deliver(payload,
 queue)``; the QoS's ``_delivered`` and ``ack`` (a delivery settled before it is dropped);
-``QoS.restore_by_tag``; ``_create_client`` (a client for the dead-letter list); for broadcasts, ``_receive_one`` and ``_deliver_fanout_message``.
-:func:`check_kombu_api` checks them at worker start.
+``QoS.restore_by_tag``; ``_create_client`` (a client for the dead-letter list); for
+broadcasts, ``_receive_one`` and ``_deliver_fanout_message``. :func:`check_kombu_api`
+checks them at worker start.
 
 ``BrokerSettings.celery_config()`` names :class:`RedisTransport` as ``broker_transport``,
 so producers and workers both use it; the URL still says where Redis is.
