@@ -235,25 +235,25 @@ def encode(message: UpMessage | DownMessage) -> bytes:
 def decode_up(data: bytes) -> UpMessage:
     """Raises ``msgspec.DecodeError`` on anything that is not an up message (or nests too
     deeply to read even from a fresh stack)."""
-    try:
-        return _up_decoder.decode(data)
-    except RecursionError:
-        return _deep(_up_decoder.decode, data)
+    return _decode(_up_decoder.decode, data)
 
 
 def decode_down(data: bytes) -> DownMessage:
     """Raises ``msgspec.DecodeError`` on anything that is not a down message (or nests too
     deeply to read even from a fresh stack)."""
-    try:
-        return _down_decoder.decode(data)
-    except RecursionError:
-        return _deep(_down_decoder.decode, data)
+    return _decode(_down_decoder.decode, data)
 
 
 _M = TypeVar("_M")
 
 
-def _deep(decode: Callable[[bytes], _M], data: bytes) -> _M:
+def _decode(decode: Callable[[bytes], _M], data: bytes) -> _M:
+    """``decode(data)``, read again from a fresh stack when it nests past this one's room;
+    a message too deep even for that raises ``msgspec.DecodeError``."""
+    try:
+        return decode(data)
+    except RecursionError:
+        pass
     try:
         return fresh_stack(decode, data)
     except RecursionError:

@@ -77,7 +77,12 @@ class JobWatch:
         if self.target is not None and not await self.client.exists(self.target[1]):
             # Only that worker consumes this job's queue, and it is gone.
             mark, force = "worker-gone", True
-        result = await self.scripts.settle(
+        return mark, await self._settle(mark, force)
+
+    async def _settle(self, mark: str, force: bool) -> SettleResult:
+        """The settle script on this job: ``mark`` its claim unless a worker holds it
+        (``force``: whatever its start-by time)."""
+        return await self.scripts.settle(
             self.keys.claim,
             admission_key(self.spec.key_prefix),
             start_by_ms=self.spec.start_by_ms,
@@ -86,7 +91,6 @@ class JobWatch:
             mark=mark,
             force=force,
         )
-        return mark, result
 
     def never_started(self, mark: str, result: SettleResult) -> ExecutorError | None:
         """The fault a settled queued job ends with, or ``None`` when a worker claimed it."""
@@ -122,15 +126,7 @@ class JobWatch:
         holder: str | None = None
         with contextlib.suppress(Exception):
             async with asyncio.timeout(LEAVE_WAIT_S):
-                result = await self.scripts.settle(
-                    self.keys.claim,
-                    admission_key(self.spec.key_prefix),
-                    start_by_ms=self.spec.start_by_ms,
-                    job_id=self.spec.job_id,
-                    key_ttl_ms=self.settings.key_ttl_ms,
-                    mark="cancelled",
-                    force=True,
-                )
+                result = await self._settle("cancelled", force=True)
                 if result.state != "taken" or result.holder in MARKS:
                     return ""
                 holder = result.holder  # claimed, whether or not the Cancel gets through
