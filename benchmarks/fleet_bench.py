@@ -38,8 +38,8 @@ job: the A/B for a change to the worker::
     git worktree add /tmp/base HEAD~1
     python benchmarks/fleet_bench.py --worker-ab /tmp/base
 
-``--events`` starts the workers of ``--worker-ab`` and ``--pieces-ab`` with task events
-on (``codemode worker --events``: what Flower watches).
+``--events`` starts the workers of ``--worker-ab``, ``--pieces-ab`` and ``--steps`` with
+task events on (``codemode worker --events``: what Flower watches).
 
 ``--pieces-ab`` judges each of the fleet's private pieces: fleets with their own Redis,
 worker and host side by side, one with every piece and one per piece done the library's
@@ -48,10 +48,16 @@ its place when it saves 0.3 ms of a trivial job or a quarter of a tool call::
 
     python benchmarks/fleet_bench.py --pieces-ab [--runs 600] [--events]
 
+``--gate-ab`` times trivial jobs on one worker with the consumer's start gate
+(``codemode/fleet/worker/gate.py``) on and off, and task events off and on, all four
+switched by remote control between alternating blocks (``gate_switch.py``)::
+
+    python benchmarks/fleet_bench.py --gate-ab [--runs 600]
+
 ``--steps`` marks the time at each step of ``--runs`` trivial jobs, in the host and in the
 worker (``steps.py``), and prints each step's median: where a fleet job's time goes::
 
-    python benchmarks/fleet_bench.py --steps --runs 300
+    python benchmarks/fleet_bench.py --steps --runs 300 [--events]
 
 ``--link-cost`` times one channel push (the push script, one message) sent through
 redis-py's asyncio client and through the fleet's links (``codemode/fleet/redis/link.py``),
@@ -588,7 +594,7 @@ async def _step_jobs(url: str, jobs: int, mark: Callable[[str], None]) -> int:
     return began
 
 
-def steps(jobs: int) -> str:
+def steps(jobs: int, events: bool = False) -> str:
     """A fleet job, step by step (``steps.py``): marks in the host and a marking worker."""
     import tempfile
 
@@ -599,7 +605,7 @@ def steps(jobs: int) -> str:
     with tempfile.TemporaryDirectory() as tmp, RedisServer() as server:
         host_marks, worker_marks = Path(tmp, "host"), Path(tmp, "worker")
         mark = mark_host(str(host_marks))
-        with PiecesWorker(
+        with (EventfulPiecesWorker if events else PiecesWorker)(
             BrokerSettings(redis_url=server.url),
             WorkerSettings(concurrency=2),
             env={STEPS_ENV: str(worker_marks)},
@@ -608,6 +614,63 @@ def steps(jobs: int) -> str:
             began = asyncio.run(_step_jobs(server.url, jobs, mark))
             time.sleep(0.5)  # the worker's last marks
         return table(timeline([host_marks, worker_marks], began))
+
+
+GATE_SIDES = {
+    "gate on, events off": (True, False),
+    "gate off, events off": (False, False),
+    "gate on, events on": (True, True),
+    "gate off, events on": (False, True),
+}
+
+
+def gate_ab(jobs: int) -> dict[str, dict[str, float]]:
+    """Trivial jobs on one worker with its start gate on and off (``gate_switch.py``), with
+    task events off and on, each switched by remote control between alternating blocks."""
+    from celery import Celery
+    from gate_switch import COMMAND
+    from gate_switch import ENV as GATE_ENV
+
+    os.chdir("/")
+    with RedisServer() as server:
+        url = server.url
+        app = Celery("codemode-bench-gate", set_as_current=False)
+        app.conf.update(BrokerSettings(redis_url=url).celery_config())
+        events = EventSwitch(url)
+
+        def switch(gate: bool, on: bool) -> Callable[[], Awaitable[None]]:
+            async def before() -> None:
+                await events.set(on)
+                replies = await asyncio.to_thread(
+                    app.control.broadcast, COMMAND, arguments={"on": int(gate)}, reply=True, timeout=5.0
+                )
+                if not replies:
+                    raise RuntimeError(f"no worker answered {COMMAND} within 5 s")
+
+            return before
+
+        async def run() -> dict[str, list[float]]:
+            async with FleetExecutor(settings=BrokerSettings(redis_url=url)) as fleet:
+
+                async def trivial() -> None:
+                    outcome = await fleet.execute("() => 0")
+                    assert outcome.error is None, outcome.error
+
+                return await side_by_side(
+                    {name: trivial for name in GATE_SIDES},
+                    jobs,
+                    before={name: switch(*sides) for name, sides in GATE_SIDES.items()},
+                )
+
+        try:
+            with PiecesWorker(
+                BrokerSettings(redis_url=url), WorkerSettings(concurrency=2), env={GATE_ENV: "1"}, name="gate"
+            ):
+                samples = asyncio.run(run())
+        finally:
+            events.close()
+            app.close()
+    return {name: summarize(samples[name]) for name in GATE_SIDES}
 
 
 PUSH_SCRIPT = """
@@ -760,11 +823,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the worker and host with each private piece against without it (pieces.py), interleaved",
     )
+    parser.add_argument(
+        "--gate-ab",
+        action="store_true",
+        help="trivial jobs with the worker's start gate on and off, events off and on (gate_switch.py)",
+    )
     parser.add_argument("--steps", action="store_true", help="a trivial fleet job, step by step (steps.py)")
     parser.add_argument(
         "--events",
         action="store_true",
-        help="--worker-ab / --pieces-ab: workers send task events (codemode worker --events)",
+        help="--worker-ab / --pieces-ab / --steps: workers send task events (codemode worker --events)",
     )
     parser.add_argument(
         "--busy",
@@ -784,8 +852,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"per job (n={row['n']})"
                 )
         return 0
+    if args.gate_ab:
+        for name, row in gate_ab(args.runs).items():
+            print(
+                f"{name:<24} median {row['median_ms']:.3f} ms  mean {row['mean_ms']:.3f} ms  p95 {row['p95_ms']:.3f} ms (n={row['n']})"
+            )
+        return 0
     if args.steps:
-        print(steps(args.runs))
+        print(steps(args.runs, args.events))
         return 0
     if args.pieces_ab:
         verdicts = pieces_ab(args.runs, args.events)

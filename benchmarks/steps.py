@@ -25,6 +25,7 @@ STEPS = (
     ("h_admit_send", "host: admission sent (job spec, message, session)"),
     ("h_admit_reply", "host: admission answered (Lua: slot, LPUSH)"),
     ("w_popped", "worker, consumer thread: message popped (kombu's BRPOP)"),
+    ("w_recorded", "consumer: kombu's unacked record written"),
     ("w_strategy", "consumer: the execute strategy runs (kombu's message, Celery's consumer)"),
     ("w_handed", "consumer: the request handed to the pool (job read, Request, reserved)"),
     ("w_body", "pool thread: the task body starts (woken, accepted, Celery's tracer)"),
@@ -78,6 +79,13 @@ def mark_worker(path: str) -> None:
         take(self, queue, item)
 
     transport.RedisChannel._take = _take  # type: ignore[method-assign]
+    append = transport.RedisQoS.append
+
+    def recorded(self: Any, message: Any, delivery_tag: Any) -> None:
+        append(self, message, delivery_tag)
+        mark("w_recorded")
+
+    transport.RedisQoS.append = recorded  # type: ignore[method-assign]
     default = strategy.celery_default
 
     def celery_default(task: Any, app: Any, consumer: Any, **kwargs: Any) -> Any:

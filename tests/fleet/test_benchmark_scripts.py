@@ -83,5 +83,21 @@ def test_fleet_bench_steps_times_every_step_of_a_job(tmp_path: Path) -> None:
     """Marks from the host and the worker meet in one table (``benchmarks/steps.py``)."""
     require_redis_server()
     out = _run("fleet_bench.py", "--steps", "--runs", "20", results=tmp_path)
-    for step in ("message popped", "the task body starts", "claim answered", "host: outcome read"):
+    for step in (
+        "message popped",
+        "unacked record written",
+        "the task body starts",
+        "claim answered",
+        "host: outcome read",
+    ):
         assert step in out, out
+
+
+@pytest.mark.fleet
+def test_fleet_bench_gate_ab_switches_the_gate_in_a_running_worker(tmp_path: Path) -> None:
+    """The start gate on and off, events off and on (``benchmarks/gate_switch.py``): every
+    side runs real jobs, and the worker answers each switch (else the run fails)."""
+    require_redis_server()
+    out = _run("fleet_bench.py", "--gate-ab", "--runs", "10", results=tmp_path)
+    for side in ("gate on, events off", "gate off, events off", "gate on, events on", "gate off, events on"):
+        assert f"{side} " in out and "(n=10)" in out, out

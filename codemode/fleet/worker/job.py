@@ -164,6 +164,10 @@ class Job:
         start_reader = loop.call_later(READER_DELAY_S, relay.start_reader)
         announce = None if relay.announced else loop.call_later(STARTED_DELAY_S, relay.announce)
         self.run_task = asyncio.ensure_future(self._execute())
+        # The consumer thread waits for the job's start (gate.py): a callback scheduled
+        # now runs after the run's first step, which takes the program as far as it goes
+        # without waiting (with an idle child, into the child).
+        loop.call_soon(self.runner.gate.open, self.spec.job_id)
         if self.cancelled:  # revoked between its claim and now
             self.run_task.cancel()
         try:

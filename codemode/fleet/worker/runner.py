@@ -25,6 +25,7 @@ from ..redis.link import Links
 from ..redis.scripts import FleetScripts
 from ..settings import BrokerSettings
 from ..wire import Failed, JobSpec, encode, job_from_celery
+from .gate import StartGate
 from .handles import WorkerHandles
 from .job import Job, JobEnd
 from .leases import LeaseKeeper
@@ -43,7 +44,12 @@ class JobRunner:
     """Runs jobs in one worker process, on one event loop, with one executor and client."""
 
     def __init__(
-        self, executor: IsolateExecutor, client: aioredis.Redis, settings: BrokerSettings, worker_id: str
+        self,
+        executor: IsolateExecutor,
+        client: aioredis.Redis,
+        settings: BrokerSettings,
+        worker_id: str,
+        gate: StartGate | None = None,
     ) -> None:
         self.executor = executor
         self.client = client
@@ -58,6 +64,8 @@ class JobRunner:
         """Prefixes this worker has written a liveness key under (deleted at close)."""
         self.tally = FleetTally()
         """The fleet's counts (claims by state): the runtime's, served with its metrics."""
+        self.gate = StartGate(lambda: False) if gate is None else gate
+        """Opened as each job starts its run, or ends without one (``gate.py``)."""
         self.jobs: dict[str, Job] = {}
         """The jobs running here, by id (a revoke finds them here)."""
         self._revoked_early: OrderedDict[str, None] = OrderedDict()
@@ -79,6 +87,7 @@ class JobRunner:
             return await job.run()
         finally:
             self.jobs.pop(spec.job_id, None)
+            self.gate.open(spec.job_id)  # refused, or ended: the consumer waits no more
 
     def revoke(self, job_id: str) -> None:
         """End the job ``job_id`` with CANCELLED if it runs here, or if it starts later."""

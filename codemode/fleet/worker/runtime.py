@@ -35,6 +35,7 @@ from ..errors import BROKER_ERRORS
 from ..redis.client import make_client
 from ..redis.keys import worker_queue
 from ..settings import BrokerSettings, WorkerSettings
+from .gate import StartGate
 from .job import JobEnd
 from .metrics import FleetTally, WorkerMetrics
 from .runner import JobRunner
@@ -70,6 +71,8 @@ class WorkerRuntime:
         """Jobs submitted and not yet ended: ``close`` lets them end first."""
         self.tally = FleetTally()
         """The fleet's counts on this worker (``metrics.py``), kept whether or not served."""
+        self.gate = StartGate(self._has_free_slot)
+        """Where Celery's consumer thread waits for a job it handed over to start (``gate.py``)."""
         self.metrics: WorkerMetrics | None = None
         """The metrics server (``--metrics-port``), once started."""
 
@@ -109,7 +112,7 @@ class WorkerRuntime:
         if outcome.error is not None:
             raise RuntimeError(f"the isolate pool failed its warm-up run: {outcome.error}")
         client = make_client(self.settings)
-        self._runner = JobRunner(self._executor, client, self.settings, self.worker_id)
+        self._runner = JobRunner(self._executor, client, self.settings, self.worker_id, self.gate)
         self._runner.tally = self.tally
         self._keep_alive = asyncio.ensure_future(self._runner.keep_alive())
 
@@ -126,6 +129,9 @@ class WorkerRuntime:
             self._jobs.add(future)
         future.add_done_callback(self._jobs.discard)
         return future
+
+    def _has_free_slot(self) -> bool:
+        return len(self._jobs) < self.worker.concurrency
 
     def call(self, work: Callable[[IsolateExecutor], Coroutine[Any, Any, T]]) -> T:
         """Run ``work`` with this worker's isolate pool on the loop and wait for its end,

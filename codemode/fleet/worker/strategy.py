@@ -11,16 +11,19 @@ messages Celery's consumer rejects before any strategy sees them (its ``task_unk
 default strategy, unchanged: a ``Request`` (``request.py``'s :class:`JobRequest`),
 counted reserved and then active (``celery inspect reserved`` / ``active``), events when
 they are on (``-E``, ``celery control enable_events``), rate limits, revokes, expiry, and a
-pool thread whose task body waits for the job on the runtime's loop (``runtime.py``).
+pool thread whose task body waits for the job on the runtime's loop (``runtime.py``). A
+job handed straight to the pool is then waited for, briefly, until it has started
+(``gate.py``: the consumer's own work would otherwise land on the job's start).
 
 Until this release the strategy handed each job straight to the runtime, skipping the
 ``Request``: one thread hop fewer, and a job invisible to ``inspect``, events and Flower,
 with revokes and rate limits accepted and ignored. ``benchmarks/README.md`` has the A/B.
 
 Celery API relied on: ``celery.worker.strategy.default(task, app, consumer, **kwargs)``,
-the handler it returns (``(message, body, ack, reject, callbacks)``), and the consumer's
-``connection_errors``; :func:`check_strategy_api` fails with a sentence when an installed
-Celery changes them.
+the handler it returns (``(message, body, ack, reject, callbacks)``, each of ``callbacks``
+called with the request right before the pool is handed it, and only then), and the
+consumer's ``connection_errors``; :func:`check_strategy_api` fails with a sentence when an
+installed Celery changes them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..redis.client import sync_client
 from ..settings import BrokerSettings
 from ..wire import JobSpec, job_from_celery
 from .deadletter import drop, message_text
+from .gate import StartGate
 from .intake import Intake
 
 __all__ = ["DeadLetters", "Malformed", "Screened", "check_strategy_api", "job_of"]
@@ -126,31 +130,43 @@ class Screened:
     function, so that Celery does not bind it to the task."""
 
     def __init__(
-        self, dead_letters: DeadLetters, intake: Intake | None = None, *, reads_job: bool = True
+        self,
+        dead_letters: DeadLetters,
+        intake: Intake | None = None,
+        *,
+        reads_job: bool = True,
+        gate: StartGate | None = None,
     ) -> None:
         self.dead_letters = dead_letters
         self.intake = Intake(dead_letters.settings) if intake is None else intake
         self.reads_job = reads_job
         """Read the execute job (:func:`job_of`) before Celery's strategy; ``codemode.run``
         reads its own (a malformed canvas job is a fault, as data)."""
+        self.gate = gate
+        """Where the consumer waits for a job it handed to the pool to start (``gate.py``)."""
 
     def __call__(self, task: Any, app: Any, consumer: Any, **kwargs: Any) -> Any:
         celery_handler = celery_default(task, app, consumer, **kwargs)
         connection_errors = consumer.connection_errors
-        refuse, intake, reads_job = self.refuse, self.intake, self.reads_job
+        refuse, intake, reads_job, gate = self.refuse, self.intake, self.reads_job, self.gate
 
         def on_message(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
             if intake.refused(message, refuse):  # unsigned or altered (intake.py): never runs
                 ack(log, connection_errors)
                 return
             try:
-                if reads_job:
-                    job_of(message)
+                spec = job_of(message) if reads_job else None
             except Malformed as exc:  # a message no worker can run: say so, and drop it
                 refuse(message, f"a malformed {task.name} message: {exc}")
                 ack(log, connection_errors)
                 return
-            celery_handler(message, body, ack, reject, callbacks)
+            if gate is None or spec is None:
+                celery_handler(message, body, ack, reject, callbacks)
+                return
+            gate.hand_off(
+                spec.job_id,
+                lambda handed: celery_handler(message, body, ack, reject, [*(callbacks or ()), handed]),
+            )
 
         return on_message
 

@@ -54,7 +54,7 @@ def register_tasks(app: Any, runtime: WorkerRuntime, settings: BrokerSettings) -
         acks_late=True,
         reject_on_worker_lost=True,
         ignore_result=True,
-        Strategy=Screened(dead_letters, Intake(settings, runtime.tally)),
+        Strategy=Screened(dead_letters, Intake(settings, runtime.tally), gate=runtime.gate),
         Request=job_request_class(runtime),
         throws=(JobFault,),
     )
