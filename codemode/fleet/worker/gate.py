@@ -44,7 +44,7 @@ class StartGate:
         for the job to start."""
         events: list[threading.Event] = []
 
-        def handed(request: Any) -> None:
+        def handed(*request: Any) -> None:  # Celery passes the request; none is read
             event = self.expect(job_id)
             if event is not None:
                 events.append(event)
