@@ -5,7 +5,7 @@ concurrency 2), and an in-process IsolateExecutor with the same pool size, then 
 
 * a trivial job's round trip (``() => 0``), in process and through the fleet with task
   events off and on (the same worker, turned over between blocks by Celery's remote
-  control: :class:`EventSwitch`);
+  control: :class:`RemoteControl`);
 * a job making 10 sequential tool calls, fleet and in-process (each timed row alternates
   the two in blocks of BLOCK jobs);
 * one tool call over the reply channel (from the slope of 0 vs 50 sequential calls),
@@ -276,25 +276,29 @@ class RawEcho:
         self._echo.wait(10)
 
 
-class EventSwitch:
-    """Turns the worker's task events on and off with Celery's own remote control
-    (``celery control enable_events`` / ``disable_events``), waiting for its answer, so
-    that trivial jobs with and without events alternate on one worker in one run."""
+class RemoteControl:
+    """Turns a worker's settings over with Celery's own remote control, waiting for its
+    answer, so that trivial jobs under each setting alternate on one worker in one run: its
+    task events (``celery control enable_events`` / ``disable_events``), and any command a
+    worker registers (``gate_switch.py``)."""
 
     def __init__(self, url: str) -> None:
         self._app = Celery("codemode-bench-control", set_as_current=False)
         self._app.conf.update(BrokerSettings(redis_url=url).celery_config())
-        self._on: bool | None = None
+        self._events: bool | None = None
 
-    async def set(self, on: bool) -> None:
-        if self._on is on:
-            return
-        control = self._app.control
-        command = control.enable_events if on else control.disable_events
-        replies = await asyncio.to_thread(command, reply=True, timeout=5.0)
+    async def broadcast(self, command: str, **arguments: Any) -> None:
+        """Send ``command`` to the workers; raises unless one answers within 5 s."""
+        replies = await asyncio.to_thread(
+            self._app.control.broadcast, command, arguments=arguments, reply=True, timeout=5.0
+        )
         if not replies:
-            raise RuntimeError(f"no worker answered {'enable' if on else 'disable'}_events within 5 s")
-        self._on = on
+            raise RuntimeError(f"no worker answered {command} within 5 s")
+
+    async def set_events(self, on: bool) -> None:
+        if self._events is not on:
+            await self.broadcast("enable_events" if on else "disable_events")
+            self._events = on
 
     def close(self) -> None:
         self._app.close()
@@ -304,7 +308,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
     settings = BrokerSettings(redis_url=url)
     out: dict[str, Any] = {}
     raw = RawEcho(url)
-    events = EventSwitch(url)
+    events = RemoteControl(url)
     try:
         async with (
             IsolateExecutor(pool={"max_workers": 2, "max_queue": 100}) as local,
@@ -321,9 +325,12 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
                 },
                 runs,
                 raw=raw,
-                before={"fleet": lambda: events.set(False), "fleet_events": lambda: events.set(True)},
+                before={
+                    "fleet": lambda: events.set_events(False),
+                    "fleet_events": lambda: events.set_events(True),
+                },
             )
-            await events.set(False)
+            await events.set_events(False)
             out["inprocess_trivial"] = summarize(trivial["inprocess"])
             out["fleet_trivial"] = summarize(trivial["fleet"])
             out["fleet_events_trivial"] = summarize(trivial["fleet_events"])
@@ -627,25 +634,18 @@ GATE_SIDES = {
 def gate_ab(jobs: int) -> dict[str, dict[str, float]]:
     """Trivial jobs on one worker with its start gate on and off (``gate_switch.py``), with
     task events off and on, each switched by remote control between alternating blocks."""
-    from celery import Celery
     from gate_switch import COMMAND
     from gate_switch import ENV as GATE_ENV
 
     os.chdir("/")
     with RedisServer() as server:
         url = server.url
-        app = Celery("codemode-bench-gate", set_as_current=False)
-        app.conf.update(BrokerSettings(redis_url=url).celery_config())
-        events = EventSwitch(url)
+        control = RemoteControl(url)
 
-        def switch(gate: bool, on: bool) -> Callable[[], Awaitable[None]]:
+        def switch(gate: bool, events: bool) -> Callable[[], Awaitable[None]]:
             async def before() -> None:
-                await events.set(on)
-                replies = await asyncio.to_thread(
-                    app.control.broadcast, COMMAND, arguments={"on": int(gate)}, reply=True, timeout=5.0
-                )
-                if not replies:
-                    raise RuntimeError(f"no worker answered {COMMAND} within 5 s")
+                await control.set_events(events)
+                await control.broadcast(COMMAND, on=int(gate))
 
             return before
 
@@ -668,8 +668,7 @@ def gate_ab(jobs: int) -> dict[str, dict[str, float]]:
             ):
                 samples = asyncio.run(run())
         finally:
-            events.close()
-            app.close()
+            control.close()
     return {name: summarize(samples[name]) for name in GATE_SIDES}
 
 
@@ -908,7 +907,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker": "python -m workers, threads pool, concurrency 2, 2 isolate children",
         "inprocess": "IsolateExecutor, 2 isolate children",
         "busy_neighbours": args.busy,
-        "events": "off and on, turned over between blocks of trivial jobs (EventSwitch)",
+        "events": "off and on, turned over between blocks of trivial jobs (RemoteControl)",
     }
     results["throughput_ratio"] = round(
         results["fleet_throughput_per_s"] / results["inprocess_throughput_per_s"], 3
