@@ -49,7 +49,7 @@ class JobRunner:
         client: aioredis.Redis,
         settings: BrokerSettings,
         worker_id: str,
-        gate: StartGate | None = None,
+        gate: StartGate,
     ) -> None:
         self.executor = executor
         self.client = client
@@ -64,7 +64,7 @@ class JobRunner:
         """Prefixes this worker has written a liveness key under (deleted at close)."""
         self.tally = FleetTally()
         """The fleet's counts (claims by state): the runtime's, served with its metrics."""
-        self.gate = StartGate(lambda: False) if gate is None else gate
+        self.gate = gate
         """Opened as each job starts its run, or ends without one (``gate.py``)."""
         self.jobs: dict[str, Job] = {}
         """The jobs running here, by id (a revoke finds them here)."""
