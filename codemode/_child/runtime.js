@@ -60,6 +60,9 @@
   const MapSet = Map.prototype.set;
   const MapDelete = Map.prototype.delete;
   const MapHas = Map.prototype.has;
+  const WeakMapCtor = WeakMap;
+  const WeakMapGet = WeakMap.prototype.get;
+  const WeakMapSet = WeakMap.prototype.set;
   const ArrayPush = Array.prototype.push;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
@@ -109,6 +112,8 @@
   // String.prototype.charCodeAt) can break only its own run's results, never the framing
   // of what crosses: JSON.stringify of a primitive never consults toJSON.
   const StringCharCodeAt = String.prototype.charCodeAt;
+  const StringIndexOf = String.prototype.indexOf;
+  const StringSlice = String.prototype.slice;
   const encodeMessage = (function encodeMessage(msg) {
     let line = '[';
     for (let i = 0; i < msg.length; i++) {
@@ -312,18 +317,29 @@
   });
 
   // ---- the tool bridge -----------------------------------------------------------
-  const toolError = (message) => new ErrorCtor(message);
-  const settleTool = (provider, tool, resolve, reject) => (body) => {
+  // A tool call's answer arrives after the program's call has returned, so the error its
+  // rejection makes has no frame of the program. The call's site is kept instead (an Error
+  // made as the call is, its stack not yet read), and the error's stack as the executor
+  // reads it (errorStack) takes its frames from there: a failed call that the program does
+  // not catch is reported at the line that made it. The program's own view of the error
+  // is unchanged.
+  const callSites = new WeakMapCtor();
+  const toolError = (message, site) => {
+    const e = new ErrorCtor(message);
+    ReflectApply(WeakMapSet, callSites, [e, site]);
+    return e;
+  };
+  const settleTool = (provider, tool, resolve, reject, site) => (body) => {
     let envelope;
     try {
       envelope = JSONparse(body);
     } catch (e) {
-      reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`));
+      reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`, site));
       return;
     }
     if (envelope !== null && typeof envelope === 'object') {
       if (typeof envelope.error === 'string') {
-        reject(toolError(envelope.error));
+        reject(toolError(envelope.error, site));
         return;
       }
       if ('result' in envelope) {
@@ -331,12 +347,12 @@
         return;
       }
     }
-    reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`));
+    reject(toolError(`${provider}.${tool} failed: ${texts.badEnvelope}`, site));
   };
 
   const callTool = (provider, tool, args) => new TrackedPromise((resolve, reject) => {
     if (finished) {
-      reject(toolError(texts.runEnded));
+      reject(new ErrorCtor(texts.runEnded));
       return;
     }
     let argsJson;
@@ -353,7 +369,7 @@
       return;
     }
     const id = nextId++;
-    ReflectApply(MapSet, pending, [id, settleTool(provider, tool, resolve, reject)]);
+    ReflectApply(MapSet, pending, [id, settleTool(provider, tool, resolve, reject, new ErrorCtor())]);
     // The only call open: its bell may wait briefly for the answer (control[1] = 2) and
     // put it into the inbound channel (control[3]), delivered here before the call returns.
     const alone = ReflectApply(MapSize, pending, []) === 1;
@@ -702,8 +718,21 @@
   // reading of a stack must not run it. A formatter that cannot be set aside (an accessor,
   // a frozen property) means no stack.
   const errorStack = (function errorStack(e) {
+    if (e === null || typeof e !== 'object') return '';
+    const stack = engineStack(e);
+    const site = ReflectApply(WeakMapGet, callSites, [e]);
+    if (site === undefined) return stack;
+    // A tool call's rejection: its own first line, the frames of the call's site.
+    const frames = engineStack(site);
+    const cut = ReflectApply(StringIndexOf, frames, ['\n']);
+    const head = ReflectApply(StringIndexOf, stack, ['\n']);
+    if (cut < 0) return stack;
+    const joined = (head < 0 ? stack : ReflectApply(StringSlice, stack, [0, head])) +
+      ReflectApply(StringSlice, frames, [cut]);
+    return joined.length > maxStack ? ReflectApply(StringSlice, joined, [0, maxStack]) : joined;
+  });
+  const engineStack = (function engineStack(e) {
     try {
-      if (e === null || typeof e !== 'object') return '';
       const own = ObjectGetOwnPropertyDescriptor(e, 'stack');
       if (own === undefined || own.get !== engineStackGet) return '';
       const format = ObjectGetOwnPropertyDescriptor(ErrorCtor, 'prepareStackTrace');
