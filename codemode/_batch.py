@@ -174,10 +174,6 @@ def done_ids(path: str) -> set[Hashable]:
 
 def outcome_record(key: Hashable, result: Outcome | ExecutorError) -> dict[str, Any]:
     if isinstance(result, ExecutorError):
-        attempts = 1
-        for note in getattr(result, "__notes__", ()):
-            if note.startswith("Given up after "):
-                attempts = int(note.split()[3])
         fault = result.to_data()
         return {
             "id": key,
@@ -187,7 +183,7 @@ def outcome_record(key: Hashable, result: Outcome | ExecutorError) -> dict[str, 
                 "retryable": fault.retryable,
                 "started": fault.started,
             },
-            "attempts": attempts,
+            "attempts": fault.attempts,
         }
     record: dict[str, Any] = {
         "id": key,

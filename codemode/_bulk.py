@@ -42,7 +42,7 @@ from typing import Any, Final, Protocol, TypeAlias
 from ._config import UNSET, Unset
 from ._faults import Disposed, ExecutorError, InvalidRequest, QueueFull
 from ._outcome import Outcome
-from ._retry import RetryPolicy, with_metadata
+from ._retry import RetryPolicy, note_attempts, with_metadata
 
 __all__ = [
     "BulkResults",
@@ -175,8 +175,7 @@ async def run_job(target: BulkTarget, job: Job, defaults: Mapping[str, Any], pol
             continue
         except ExecutorError as fault:
             if isinstance(fault, Disposed) or not policy.retries(fault, attempt, idempotent=job.idempotent):
-                if attempt > 1:
-                    fault.add_note(f"Given up after {attempt} attempts.")
+                note_attempts(fault, attempt)
                 return fault
             await asyncio.sleep(policy.delay_s(attempt))
             attempt += 1

@@ -55,6 +55,9 @@ class FaultData(msgspec.Struct, frozen=True):
     retryable: bool
     started: bool = False
     causes: tuple[str, ...] = ()
+    attempts: int = 1
+    """Tries the call had when this fault ended it (a :class:`codemode.RetryPolicy`, ``map``
+    or a canvas job's retries fill it in; 1 where nothing retried)."""
 
 
 class ExecutorError(Exception):
@@ -63,11 +66,16 @@ class ExecutorError(Exception):
     code: ClassVar[str] = "EXECUTOR_ERROR"
     retryable: ClassVar[bool] = False
 
-    def __init__(self, message: str, *, started: bool = False, causes: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, message: str, *, started: bool = False, causes: tuple[str, ...] = (), attempts: int = 1
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.started = started
         self.causes = causes
+        self.attempts = attempts
+        """Tries the call had when this fault ended it (1: the first try; a
+        :class:`codemode.RetryPolicy` and ``map`` count theirs)."""
         if causes:
             # Keep the chain visible in tracebacks: each cause becomes a __cause__ link.
             chained: BaseException | None = None
@@ -84,7 +92,7 @@ class ExecutorError(Exception):
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, started={self.started})"
 
     def to_data(self) -> FaultData:
-        return FaultData(self.code, self.message, self.retryable, self.started, self.causes)
+        return FaultData(self.code, self.message, self.retryable, self.started, self.causes, self.attempts)
 
 
 class QueueFull(ExecutorError):
@@ -181,7 +189,7 @@ def fault_from_data(data: FaultData) -> ExecutorError:
     """Rebuild the typed fault from its wire form; unknown codes keep their text."""
     cls = _BY_CODE.get(data.code)
     if cls is None:
-        err = ExecutorError(data.message, started=data.started, causes=data.causes)
+        err = ExecutorError(data.message, started=data.started, causes=data.causes, attempts=data.attempts)
         err.code = data.code  # type: ignore[misc]
         return err
-    return cls(data.message, started=data.started, causes=data.causes)
+    return cls(data.message, started=data.started, causes=data.causes, attempts=data.attempts)

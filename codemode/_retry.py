@@ -37,6 +37,8 @@ __all__ = [
     "DEFAULT_RETRY_JITTER",
     "DEFAULT_RETRY_MAX_DELAY_S",
     "RetryPolicy",
+    "note_attempts",
+    "with_metadata",
 ]
 
 DEFAULT_RETRY_ATTEMPTS: Final = 3
@@ -156,7 +158,7 @@ class RetryPolicy:
                 outcome = await executor.execute(code, **options)
             except ExecutorError as fault:
                 if not self.retries(fault, attempt, idempotent=idempotent):
-                    _note_attempts(fault, attempt)
+                    note_attempts(fault, attempt)
                     raise
                 await asyncio.sleep(self.delay_s(attempt))
                 attempt += 1
@@ -177,7 +179,7 @@ class RetryPolicy:
                 outcome = call()
             except ExecutorError as fault:
                 if not self.retries(fault, attempt, idempotent=idempotent):
-                    _note_attempts(fault, attempt)
+                    note_attempts(fault, attempt)
                     raise
                 time.sleep(self.delay_s(attempt))
                 attempt += 1
@@ -192,6 +194,9 @@ def with_metadata(outcome: Outcome, attempts: int, started: float) -> Outcome:
     )
 
 
-def _note_attempts(fault: ExecutorError, attempts: int) -> None:
+def note_attempts(fault: ExecutorError, attempts: int) -> None:
+    """``fault`` ended a call after ``attempts`` tries: counted on it (``fault.attempts``,
+    and its wire form), and said in its traceback once there was more than one."""
+    fault.attempts = attempts
     if attempts > 1:
         fault.add_note(f"Given up after {attempts} attempts.")

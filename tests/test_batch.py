@@ -11,6 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codemode import QueueFull
+from codemode._batch import outcome_record
+from codemode._retry import note_attempts
+
 ROOT = Path(__file__).resolve().parent.parent
 BOUND_S = 180
 
@@ -81,6 +85,14 @@ def test_a_fault_that_remains_is_recorded_and_fails_the_batch(tmp_path: Path) ->
     assert by_id["too-long"]["fault"]["code"] == "INVALID_REQUEST"
     assert by_id["too-long"]["fault"]["retryable"] is False
     assert "INVALID_REQUEST: 1" in done.stderr
+
+
+def test_a_fault_record_counts_the_tries_the_fault_ended() -> None:
+    fault = QueueFull("busy")
+    note_attempts(fault, 3)
+    record = outcome_record("j", fault)
+    assert record["attempts"] == 3 and record["fault"]["code"] == "QUEUE_FULL"
+    assert outcome_record("k", QueueFull("busy"))["attempts"] == 1
 
 
 def test_tools_come_from_a_registry_named_on_the_command_line(tmp_path: Path) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import threading
 import time
 
+import msgspec
 import pytest
 
 from codemode import (
     BrokerUnreachable,
     Disposed,
+    FaultData,
     HostGone,
     InvalidRequest,
     JobExpired,
@@ -18,6 +20,7 @@ from codemode import (
     RetryPolicy,
     SyncIsolateExecutor,
     WorkerCrashed,
+    fault_from_data,
 )
 
 
@@ -107,3 +110,15 @@ def test_the_last_fault_says_how_many_tries_were_made() -> None:
         finally:
             blocker.join(60)
     assert "Given up after 2 attempts." in (info.value.__notes__ or [])
+    assert info.value.attempts == 2  # counted as data too, and carried by its wire form
+    data = info.value.to_data()
+    assert data.attempts == 2
+    again = fault_from_data(msgspec.json.decode(msgspec.json.encode(data), type=FaultData))
+    assert isinstance(again, QueueFull) and again.attempts == 2
+
+
+def test_a_fault_a_policy_did_not_retry_counts_one_try() -> None:
+    fault = InvalidRequest("no")
+    assert fault.attempts == 1 and fault.to_data().attempts == 1
+    old_wire = msgspec.json.encode({"code": "INVALID_REQUEST", "message": "no", "retryable": False})
+    assert fault_from_data(msgspec.json.decode(old_wire, type=FaultData)).attempts == 1

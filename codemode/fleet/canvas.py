@@ -125,23 +125,27 @@ class CanvasJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_de
 
 class CanvasFault(Exception):
     """A fault of the executor that ended a canvas job, as data: ``code``, ``message``,
-    ``retryable`` and ``started`` (whether the program had begun, so whether running it
-    again can repeat a tool's side effect). Its arguments are those four, so Celery's JSON
-    result backend rebuilds it on the host (``AsyncResult.result``, ``.get()``)."""
+    ``retryable``, ``started`` (whether the program had begun, so whether running it
+    again can repeat a tool's side effect) and ``attempts`` (the tries the job had, Celery's
+    retries included). Its arguments are those five, so Celery's JSON result backend
+    rebuilds it on the host (``AsyncResult.result``, ``.get()``)."""
 
-    def __init__(self, code: str, message: str, retryable: bool = False, started: bool = False) -> None:
-        super().__init__(code, message, retryable, started)
+    def __init__(
+        self, code: str, message: str, retryable: bool = False, started: bool = False, attempts: int = 1
+    ) -> None:
+        super().__init__(code, message, retryable, started, attempts)
         self.code = code
         self.message = message
         self.retryable = retryable
         self.started = started
+        self.attempts = attempts
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
     @classmethod
     def of(cls, error: ExecutorError) -> CanvasFault:
-        return cls(error.code, error.message, bool(error.retryable), bool(error.started))
+        return cls(error.code, error.message, bool(error.retryable), bool(error.started), error.attempts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +153,7 @@ class CanvasFault(Exception):
             "message": self.message,
             "retryable": self.retryable,
             "started": self.started,
+            "attempts": self.attempts,
         }
 
 
@@ -161,7 +166,10 @@ def fault_result(fault: CanvasFault) -> dict[str, Any]:
     """What a job with ``on_fault="return"`` returns for a fault: the keys of a served
     outcome (``error`` is the fault's sentence, so ``error is None`` still means served
     and fine) and ``fault``."""
-    return {"result": None, "error": fault.message, "logs": [], "fault": fault.to_dict()}
+    served: dict[str, Any] = {"result": None, "error": fault.message, "logs": [], "fault": fault.to_dict()}
+    if fault.attempts != 1:  # as a served outcome's dict has it
+        served["attempts"] = fault.attempts
+    return served
 
 
 def fault_of(value: object) -> CanvasFault | None:
@@ -177,7 +185,13 @@ def fault_of(value: object) -> CanvasFault | None:
         str(data.get("message", "")),
         bool(data.get("retryable", False)),
         bool(data.get("started", False)),
+        _attempts(data.get("attempts", 1)),
     )
+
+
+def _attempts(value: object) -> int:
+    """A fault's ``attempts`` from a result (1 where it is missing or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 def canvas_app(settings: BrokerSettings | None = None, *, name: str = "codemode-canvas") -> Any:

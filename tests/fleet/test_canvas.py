@@ -24,8 +24,9 @@ import pytest
 import redis
 from celery import chain, chord, group
 
-from codemode import InvalidRequest
-from codemode.fleet.canvas import CanvasFault, canvas_app, fault_of, run_signature
+from codemode import InvalidRequest, WorkerCrashed
+from codemode._retry import note_attempts
+from codemode.fleet.canvas import CanvasFault, canvas_app, fault_of, fault_result, run_signature
 from codemode.fleet.settings import ENV_WORKER_TOOLS, BrokerSettings, SettingsError, WorkerSettings
 from codemode.fleet.testing import SharedFleet, WorkerProcess
 
@@ -165,6 +166,7 @@ def test_worker_crashed_after_the_program_started_is_not_retried_unless_idempote
     with pytest.raises(CanvasFault) as info:
         run_signature(code, app=canvas.app).apply_async().get(timeout=RESULT_TIMEOUT_S)
     assert (info.value.code, info.value.retryable, info.value.started) == ("WORKER_CRASHED", True, True)
+    assert info.value.attempts == 1  # rebuilt by Celery's result backend with its count
     idempotent = f"/*canvas-fault:after-start:{canvas.token()}*/ () => 'ran again'"
     result = (
         run_signature(idempotent, idempotent=True, app=canvas.app).apply_async().get(timeout=RESULT_TIMEOUT_S)
@@ -186,6 +188,27 @@ def test_a_try_delivered_again_after_it_was_claimed_never_runs_its_program_twice
     fault = fault_of(result)
     assert fault is not None and (fault.code, fault.started) == ("WORKER_CRASHED", True)
     assert "gone-worker" in fault.message and result["result"] is None
+    assert result["fault"]["attempts"] == 1 and "attempts" not in result
+
+
+def test_a_fault_after_retries_counts_them_in_its_result() -> None:
+    """What a job's last try returns: the tries in the fault and, as a served outcome's
+    dict has it, beside it; a result written before faults had a count reads as one try."""
+    lost = WorkerCrashed("lost", started=False)
+    note_attempts(lost, 4)
+    result = fault_result(CanvasFault.of(lost))
+    assert result["attempts"] == 4 and result["fault"]["attempts"] == 4
+    fault = fault_of(result)
+    assert fault is not None and fault.attempts == 4 and fault.args[-1] == 4
+    older: dict[str, object] = {
+        "result": None,
+        "error": "x",
+        "logs": [],
+        "fault": {"code": "QUEUE_FULL", "message": "x"},
+    }
+    again = fault_of(older)
+    assert again is not None and again.attempts == 1
+    assert CanvasFault("QUEUE_FULL", "x", True, False).attempts == 1
 
 
 def test_a_malformed_job_is_a_fault_that_says_what_to_fix(canvas: CanvasFleet) -> None:
@@ -200,7 +223,7 @@ def test_the_host_refuses_a_job_no_worker_would_run() -> None:
         run_signature("() => 1", on_fault="ignore")  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
     with pytest.raises(InvalidRequest, match="JSON"):
         run_signature("() => 1", inputs={"when": object()})
-    assert CanvasFault("QUEUE_FULL", "busy", True, False).args == ("QUEUE_FULL", "busy", True, False)
+    assert CanvasFault("QUEUE_FULL", "busy", True, False).args == ("QUEUE_FULL", "busy", True, False, 1)
 
 
 @pytest.mark.parametrize(

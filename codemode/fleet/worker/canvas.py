@@ -33,7 +33,7 @@ from celery import signals
 
 from ..._config import UNSET
 from ..._faults import BrokerUnreachable, ExecutorError, WorkerCrashed
-from ..._retry import RetryPolicy
+from ..._retry import RetryPolicy, note_attempts
 from ...tools import ToolRegistry
 from ..canvas import (
     CANVAS_TASK_NAME,
@@ -158,7 +158,10 @@ class CanvasTask:
             policy = RetryPolicy(attempts=int(task.max_retries) + 1)
             if policy.retries(exc, attempt, idempotent=job.idempotent):
                 log.info("canvas job %s: %s (try %d); Celery retries it", request.id, exc.code, attempt)
-                raise RetriedFault(exc.code, exc.message, bool(exc.retryable), bool(exc.started)) from None
+                raise RetriedFault(
+                    exc.code, exc.message, bool(exc.retryable), bool(exc.started), attempt
+                ) from None
+            note_attempts(exc, attempt)
             return _settled(CanvasFault.of(exc), job.on_fault)
         ran_on = None if outcome.ran_on is None else f"{self.runtime.worker_id}/{outcome.ran_on}"
         return msgspec.structs.replace(outcome, attempts=attempt, ran_on=ran_on).to_dict()
