@@ -13,9 +13,14 @@ that a busy neighbour weighs on both alike. Reported, as medians over the rounds
 and the ratios ``per_call / direct`` (the program's part of a call) and
 ``program_1 / direct`` (a one-call program, end to end, against the bare call).
 
-::
+``--parts`` splits a call the host serves, as medians of 300 each (alternating blocks of 30): the check of its
+arguments against the tool's schema, the hop into the tool set's thread (its anyio portal)
+with nothing to do there, that hop with the call, the tool set's whole ``dispatch``, and the
+direct call beside them (the portal and the connection are the tool set's own attributes,
+read here only to time them)::
 
     python benchmarks/mcp_bench.py --rounds 20 --per-round 10
+    python benchmarks/mcp_bench.py --parts
 """
 
 from __future__ import annotations
@@ -95,11 +100,63 @@ async def main(rounds: int, per_round: int) -> dict[str, object]:
     }
 
 
+async def parts(n: int = 300) -> dict[str, float]:
+    """Medians (us) of the parts of one call the host serves (``--parts``)."""
+    from codemode.mcp._toolset import _arguments
+
+    args = {"a": 1, "b": 1}
+    args_json = json.dumps([args])
+    async with (
+        Client(StdioServerParameters(command=sys.executable, args=UPSTREAM)) as client,
+        McpTools([StdioServer("up", sys.executable, UPSTREAM)]) as tools,
+    ):
+        connection = tools._connections["up"]
+        portal = tools._portal
+        assert portal is not None
+        tool = connection.tools["add"]
+
+        async def nothing() -> None:
+            return None
+
+        async def checked() -> None:
+            _arguments(tool, args_json)
+
+        async def hop() -> None:
+            await asyncio.wrap_future(portal.start_task_soon(nothing))
+
+        async def hop_and_call() -> None:
+            await asyncio.wrap_future(portal.start_task_soon(connection.call, "add", args))
+
+        async def dispatch() -> None:
+            await tools.dispatch("up", "add", args_json)
+
+        async def direct() -> None:
+            await client.call_tool("add", args)
+
+        sides = {
+            "arguments checked": checked,
+            "hop into the tool set's thread": hop,
+            "hop and call": hop_and_call,
+            "the tool set's dispatch": dispatch,
+            "direct call": direct,
+        }
+        samples: dict[str, list[float]] = {name: [] for name in sides}
+        for _ in range(n // 30):  # alternating blocks of 30
+            for name, side in sides.items():
+                samples[name] += await _timed(side, 30)
+        return {name: statistics.median(values) * 1000 for name, values in samples.items()}
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--per-round", type=int, default=10)
+    parser.add_argument("--parts", action="store_true", help="split one call the host serves")
     args = parser.parse_args()
+    if args.parts:
+        for name, us in asyncio.run(parts()).items():
+            print(f"{name:<32} {us:8.1f} us")
+        sys.exit(0)
     report = asyncio.run(main(args.rounds, args.per_round))
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     (RESULTS_DIR / "mcp.json").write_text(json.dumps(report, indent=1))
