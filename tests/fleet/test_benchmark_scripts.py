@@ -101,3 +101,17 @@ def test_fleet_bench_gate_ab_switches_the_gate_in_a_running_worker(tmp_path: Pat
     out = _run("fleet_bench.py", "--gate-ab", "--runs", "10", results=tmp_path)
     for side in ("gate on, events off", "gate off, events off", "gate on, events on", "gate off, events on"):
         assert f"{side} " in out and "(n=10)" in out, out
+
+
+def test_mcp_bench_times_calls_in_programs_and_splits_one(tmp_path: Path) -> None:
+    out = _run("mcp_bench.py", "--rounds", "1", "--per-round", "2", results=tmp_path)
+    report = json.loads((tmp_path / "mcp.json").read_text())
+    assert report["median_ms"]["direct"] > 0 and report["ratio_per_call_to_direct"] > 0, out
+    parts = _run("mcp_bench.py", "--parts", results=tmp_path)
+    for part in (
+        "arguments checked",
+        "hop into the tool set's thread",
+        "the tool set's dispatch",
+        "direct call",
+    ):
+        assert part in parts, parts
