@@ -128,12 +128,17 @@ class CanvasFault(Exception):
     ``retryable``, ``started`` (whether the program had begun, so whether running it
     again can repeat a tool's side effect) and ``attempts`` (the tries the job had, Celery's
     retries included). Its arguments are those five, so Celery's JSON result backend
-    rebuilds it on the host (``AsyncResult.result``, ``.get()``)."""
+    rebuilds it on the host (``AsyncResult.result``, ``.get()``); a fault of one try has the
+    first four only, as before ``attempts`` was counted, so a host of an earlier release
+    rebuilds it too."""
 
     def __init__(
         self, code: str, message: str, retryable: bool = False, started: bool = False, attempts: int = 1
     ) -> None:
-        super().__init__(code, message, retryable, started, attempts)
+        if attempts == 1:
+            super().__init__(code, message, retryable, started)
+        else:
+            super().__init__(code, message, retryable, started, attempts)
         self.code = code
         self.message = message
         self.retryable = retryable

@@ -223,7 +223,7 @@ def test_the_host_refuses_a_job_no_worker_would_run() -> None:
         run_signature("() => 1", on_fault="ignore")  # type: ignore[arg-type]  # wrong on purpose: its refusal is tested
     with pytest.raises(InvalidRequest, match="JSON"):
         run_signature("() => 1", inputs={"when": object()})
-    assert CanvasFault("QUEUE_FULL", "busy", True, False).args == ("QUEUE_FULL", "busy", True, False, 1)
+    assert CanvasFault("QUEUE_FULL", "busy", True, False).args == ("QUEUE_FULL", "busy", True, False)
 
 
 @pytest.mark.parametrize(
