@@ -1,8 +1,8 @@
 """A codemode worker for the fleet's A/Bs: without the private piece ``CODEMODE_BENCH_WITHOUT``
 names (``pieces.py``, ``fleet_bench.py --pieces-ab``), with its start gate switched by remote
-control when ``CODEMODE_BENCH_GATE_SWITCH`` is set (``gate_switch.py``, ``--gate-ab``), and marking each step of a job into the
-file ``CODEMODE_BENCH_STEPS`` names (``steps.py``, ``fleet_bench.py --steps``). Takes
-``codemode worker``'s arguments."""
+control when ``CODEMODE_BENCH_GATE_SWITCH`` is set (``gate_switch.py``, ``--gate-ab``), and
+marking each step of a job into the file ``CODEMODE_BENCH_STEPS`` names (``steps.py``,
+``fleet_bench.py --steps``). Takes ``codemode worker``'s arguments."""
 
 import os
 import sys

@@ -13,11 +13,11 @@ that a busy neighbour weighs on both alike. Reported, as medians over the rounds
 and the ratios ``per_call / direct`` (the program's part of a call) and
 ``program_1 / direct`` (a one-call program, end to end, against the bare call).
 
-``--parts`` splits a call the host serves, as medians of 300 each (alternating blocks of 30): the check of its
-arguments against the tool's schema, the hop into the tool set's thread (its anyio portal)
-with nothing to do there, that hop with the call, the tool set's whole ``dispatch``, and the
-direct call beside them (the portal and the connection are the tool set's own attributes,
-read here only to time them)::
+``--parts`` splits a call the host serves, as medians of 300 each (alternating blocks of
+30): the check of its arguments against the tool's schema, the hop into the tool set's
+thread (its anyio portal) with nothing to do there, that hop with the call, the tool set's
+whole ``dispatch``, and the direct call beside them (the portal and the connection are the
+tool set's own attributes, read here only to time them)::
 
     python benchmarks/mcp_bench.py --rounds 20 --per-round 10
     python benchmarks/mcp_bench.py --parts
